@@ -1,0 +1,299 @@
+//! Configuration: `config/default.toml` (built in), an optional file, then
+//! `SITEMAPD_*` environment variables (and `DATABASE_URL`), later layers
+//! winning.
+//!
+//! Everything is checked once, at start: a bad value stops the process with a
+//! message naming the key, the value and what is expected, rather than
+//! surfacing as a wrong sitemap later.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use serde::Deserialize;
+use url::Url;
+
+use crate::sitemap::{self, name::is_section_slug};
+
+const DEFAULTS: &str = include_str!("../config/default.toml");
+
+/// A configuration problem, naming the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("configuration key `{key}` = {value:?}: expected {expected}")]
+    Invalid {
+        key: &'static str,
+        value: String,
+        expected: String,
+    },
+}
+
+/// The service's settings, as loaded and validated.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub database_url: DatabaseUrl,
+    pub db_max_connections: u32,
+    pub db_acquire_timeout_ms: u64,
+    pub listen: SocketAddr,
+    pub site: String,
+    pub base_url: String,
+    pub max_urls: u32,
+    pub max_bytes: u64,
+    pub lastmod_fallback: bool,
+    pub gzip_level: u32,
+    pub retry_after_seconds: u32,
+    pub skip_report_interval_ms: u64,
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// A database URL; its password never reaches a log or a `Debug` print.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        DatabaseUrl(url.into())
+    }
+
+    /// The URL itself, for connecting.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL with any password replaced, for logs.
+    pub fn redacted(&self) -> String {
+        match Url::parse(&self.0) {
+            Ok(mut url) => {
+                if url.password().is_some() {
+                    let _ = url.set_password(Some("***"));
+                }
+                url.to_string()
+            }
+            Err(_) => "<unparsable database URL>".to_owned(),
+        }
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+/// A site as the service serves it: derived from `site` and `base_url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub name: String,
+    /// The base URL, ending in `/`: sitemap URLs are this plus a file name.
+    pub base_url: String,
+    /// Lower-case `scheme://host[:port]`.
+    pub origin: String,
+    /// The base URL's path, starting and ending with `/`.
+    pub path_prefix: String,
+}
+
+impl Settings {
+    /// Loads the layers (defaults, `file` if given, environment) and validates.
+    pub fn load(file: Option<&Path>) -> Result<Settings, Error> {
+        let mut figment = Figment::from(Toml::string(DEFAULTS));
+        if let Some(file) = file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        let figment = figment
+            .merge(Env::raw().only(&["DATABASE_URL"]))
+            .merge(Env::prefixed("SITEMAPD_").ignore(&["CONFIG_FILE"]));
+        Self::from_figment(figment)
+    }
+
+    /// The built-in defaults alone (what tests start from).
+    pub fn defaults() -> Settings {
+        Self::from_figment(Figment::from(Toml::string(DEFAULTS)))
+            .expect("built-in defaults are valid")
+    }
+
+    fn from_figment(figment: Figment) -> Result<Settings, Error> {
+        let settings: Settings = figment.extract().map_err(Box::new)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks every value whose type alone does not make it valid.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |key, value: &dyn fmt::Display, expected: String| Error::Invalid {
+            key,
+            value: value.to_string(),
+            expected,
+        };
+        if !is_section_slug(&self.site) {
+            return Err(invalid(
+                "site",
+                &self.site,
+                "a slug: lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64".into(),
+            ));
+        }
+        self.site_config()?;
+        if !(1..=sitemap::PROTOCOL_MAX_URLS).contains(&self.max_urls) {
+            return Err(invalid(
+                "max_urls",
+                &self.max_urls,
+                format!("1 to {} (the protocol's limit)", sitemap::PROTOCOL_MAX_URLS),
+            ));
+        }
+        if !(sitemap::MIN_MAX_BYTES..=sitemap::PROTOCOL_MAX_BYTES).contains(&self.max_bytes) {
+            return Err(invalid(
+                "max_bytes",
+                &self.max_bytes,
+                format!(
+                    "{} (room for the longest possible entry) to {} (the protocol's limit)",
+                    sitemap::MIN_MAX_BYTES,
+                    sitemap::PROTOCOL_MAX_BYTES
+                ),
+            ));
+        }
+        if self.gzip_level > 9 {
+            return Err(invalid("gzip_level", &self.gzip_level, "0 to 9".into()));
+        }
+        if self.db_max_connections == 0 {
+            return Err(invalid(
+                "db_max_connections",
+                &self.db_max_connections,
+                "at least 1".into(),
+            ));
+        }
+        if self.skip_report_interval_ms == 0 {
+            return Err(invalid(
+                "skip_report_interval_ms",
+                &self.skip_report_interval_ms,
+                "at least 1".into(),
+            ));
+        }
+        if Url::parse(self.database_url.expose()).is_err() {
+            return Err(invalid(
+                "database_url",
+                &self.database_url.redacted(),
+                "a URL such as postgres://user@host:5432/dbname".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The configured site, with its base URL split as the schema stores it.
+    pub fn site_config(&self) -> Result<Site, Error> {
+        let invalid = |expected: &str| Error::Invalid {
+            key: "base_url",
+            value: self.base_url.clone(),
+            expected: expected.to_owned(),
+        };
+        let url =
+            Url::parse(&self.base_url).map_err(|e| invalid(&format!("an absolute URL ({e})")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid("an http:// or https:// URL"));
+        }
+        if url.host().is_none() {
+            return Err(invalid("a URL with a host"));
+        }
+        if url.query().is_some()
+            || url.fragment().is_some()
+            || !url.username().is_empty()
+            || url.password().is_some()
+        {
+            return Err(invalid("a URL without query, fragment or credentials"));
+        }
+        let mut path_prefix = url.path().to_owned();
+        if !path_prefix.ends_with('/') {
+            path_prefix.push('/');
+        }
+        let origin = url.origin().ascii_serialization();
+        Ok(Site {
+            name: self.site.clone(),
+            base_url: format!("{origin}{path_prefix}"),
+            origin,
+            path_prefix,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use figment::providers::Serialized;
+
+    use super::*;
+
+    fn with(key: &str, value: impl serde::Serialize) -> Result<Settings, Error> {
+        Settings::from_figment(
+            Figment::from(Toml::string(DEFAULTS)).merge(Serialized::default(key, value)),
+        )
+    }
+
+    #[test]
+    fn defaults_work_with_no_configuration() {
+        let settings = Settings::defaults();
+        assert_eq!(settings.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(
+            settings.database_url.expose(),
+            "postgres://postgres@127.0.0.1:5432/sitemapd"
+        );
+        let site = settings.site_config().expect("valid");
+        assert_eq!(site.base_url, "http://localhost:8080/");
+        assert_eq!(
+            (site.origin.as_str(), site.path_prefix.as_str()),
+            ("http://localhost:8080", "/")
+        );
+    }
+
+    #[test]
+    fn base_url_path_gets_a_trailing_slash_and_host_is_lowered() {
+        let site = with("base_url", "https://Example.COM:443/shop")
+            .expect("valid")
+            .site_config()
+            .expect("valid");
+        assert_eq!(site.base_url, "https://example.com/shop/");
+        assert_eq!(site.path_prefix, "/shop/");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (key, value) in [
+            ("max_urls", 50_001_u64),
+            ("max_urls", 0),
+            ("max_bytes", 52_428_801),
+            ("max_bytes", 1000),
+            ("gzip_level", 10),
+        ] {
+            let err = with(key, value).expect_err(key).to_string();
+            assert!(err.contains(&format!("`{key}`")), "{err}");
+        }
+        for (key, value) in [
+            ("base_url", "ftp://example.com/"),
+            ("base_url", "example.com"),
+            ("base_url", "https://example.com/?a=1"),
+            ("site", "Default"),
+            ("database_url", "not a url"),
+        ] {
+            let err = with(key, value).expect_err(key).to_string();
+            assert!(err.contains(&format!("`{key}`")), "{err}");
+        }
+        let err = with("max_urls", "lots").expect_err("type").to_string();
+        assert!(err.contains("max_urls"), "{err}");
+    }
+
+    #[test]
+    fn database_password_is_redacted() {
+        let url = DatabaseUrl::new("postgres://app:s3cret@db:5432/sitemapd");
+        assert_eq!(format!("{url:?}"), "postgres://app:***@db:5432/sitemapd");
+        assert!(!url.redacted().contains("s3cret"));
+    }
+}

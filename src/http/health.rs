@@ -1,0 +1,16 @@
+//! Liveness and readiness, for orchestrators and load balancers.
+
+use axum::extract::State;
+
+use super::{AppState, HttpError};
+
+/// `GET /healthz`: the process is up and serving HTTP.
+pub async fn live() -> &'static str {
+    "ok\n"
+}
+
+/// `GET /readyz`: the database answers, so sitemaps can be served.
+pub async fn ready(State(state): State<AppState>) -> Result<&'static str, HttpError> {
+    state.store.ping().await?;
+    Ok("ready\n")
+}

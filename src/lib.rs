@@ -1,0 +1,93 @@
+//! sitemapd: always-current XML sitemaps served from PostgreSQL.
+//!
+//! Applications write page records into the `sitemap_urls` table with plain
+//! SQL; triggers in the schema keep each row's page number and a summary per
+//! page. sitemapd reads those and serves `/sitemap_index.xml` and the
+//! `/sitemap-N.xml.gz` pages, built on every request from the current rows.
+//!
+//! # Layout
+//!
+//! - [`config`] — settings from `config/default.toml`, a file, the environment.
+//! - [`store`] — every SQL statement; the schema itself is in `migrations/`.
+//! - [`sitemap`] — the protocol: limits, file names, the XML writer.
+//! - [`render`] — one page from rows to (compressed) body chunks, off the
+//!   request's connection.
+//! - [`http`] — routes, errors as responses, shared state.
+//! - [`skips`] — logs, once each, the rows that cannot be served.
+//! - [`demo`] — synthetic rows for a first look and for benchmarks.
+//! - [`telemetry`] — logging.
+//!
+//! A request flows one way: [`http`] route → [`store`] → [`sitemap`] writer
+//! (inside [`render`]) → body.
+
+pub mod config;
+pub mod demo;
+pub mod http;
+pub mod render;
+pub mod sitemap;
+pub mod skips;
+pub mod store;
+pub mod telemetry;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderValue;
+use tokio::net::TcpListener;
+
+pub use http::{AppState, router as build_app};
+
+use config::Settings;
+use render::{RenderOptions, SkipLog};
+use store::Store;
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] config::Error),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+/// Applies the settings to the schema (page limits, the site's base URL) and
+/// builds the state the routes share.
+pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, StartError> {
+    let site = settings.site_config()?;
+    let entry_budget = settings.max_bytes - sitemap::DOCUMENT_RESERVE;
+    store
+        .configure(&site, settings.max_urls, entry_budget)
+        .await?;
+    Ok(AppState::new(http::App {
+        store,
+        site,
+        render: RenderOptions {
+            max_urls: settings.max_urls,
+            max_bytes: settings.max_bytes,
+            gzip_level: settings.gzip_level,
+            lastmod_fallback: settings.lastmod_fallback,
+        },
+        retry_after: HeaderValue::from(settings.retry_after_seconds),
+        skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
+        skips: Arc::new(SkipLog::default()),
+    }))
+}
+
+/// Serves until `shutdown` resolves, then lets in-flight responses finish.
+/// Also reports skipped rows in the background while it runs.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let reporter = tokio::spawn(skips::report_periodically(
+        state.store.clone(),
+        state.skip_report_interval,
+    ));
+    let served = axum::serve(listener, build_app(state))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    reporter.abort();
+    served
+}

@@ -1,0 +1,112 @@
+//! The `sitemapd` binary: parse the command line, load configuration, call
+//! the library.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use sitemapd::config::Settings;
+use sitemapd::sitemap::name::is_section_slug;
+use sitemapd::store::Store;
+use tokio::net::TcpListener;
+
+#[derive(Debug, Parser)]
+#[command(version, about = "Always-current XML sitemaps served from PostgreSQL")]
+struct Cli {
+    /// A TOML file layered over the built-in defaults (environment variables
+    /// still win over it).
+    #[arg(long, global = true, env = "SITEMAPD_CONFIG_FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the sitemaps (creates the database and migrates it first).
+    Serve,
+    /// Create the database if missing, apply migrations and configuration, exit.
+    Migrate,
+    /// Fill the table with realistic synthetic URLs under the configured site.
+    Demo {
+        /// How many URLs to add.
+        #[arg(long)]
+        urls: u64,
+        /// Sections to spread them over, comma-separated (default section if none).
+        #[arg(long, value_delimiter = ',', value_parser = parse_section)]
+        sections: Vec<String>,
+    },
+}
+
+fn parse_section(s: &str) -> Result<String, String> {
+    if is_section_slug(s) {
+        Ok(s.to_owned())
+    } else {
+        Err("a section is a slug: lower-case letters, digits, '_' and '-', at most 64".to_owned())
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let settings = Settings::load(cli.config.as_deref())?;
+    sitemapd::telemetry::init(settings.log_format);
+
+    let store = Store::connect(&settings)
+        .await
+        .with_context(|| format!("connecting to {}", settings.database_url.redacted()))?;
+    store.migrate().await?;
+    let state = sitemapd::prepare(store.clone(), &settings).await?;
+
+    match cli.command {
+        Command::Serve => {
+            let listener = TcpListener::bind(settings.listen)
+                .await
+                .with_context(|| format!("listening on {}", settings.listen))?;
+            tracing::info!(
+                listen = %listener.local_addr()?,
+                index = %format!("{}sitemap_index.xml", state.site.base_url),
+                "serving sitemaps"
+            );
+            sitemapd::serve(listener, state, shutdown_signal()).await?;
+        }
+        Command::Migrate => tracing::info!("database migrated and configured"),
+        Command::Demo { urls, sections } => {
+            let seeded = sitemapd::demo::seed(&store, &state.site, &sections, urls, |rows| {
+                tracing::info!(rows, "demo rows written");
+            })
+            .await?;
+            let per_second = seeded.rows as f64 / seeded.elapsed.as_secs_f64().max(1e-9);
+            tracing::info!(
+                rows = seeded.rows,
+                elapsed_ms = seeded.elapsed.as_millis() as u64,
+                rows_per_second = per_second.round() as u64,
+                "demo data ready"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what container runtimes send).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight responses");
+}

@@ -1,0 +1,205 @@
+//! Renders one page from the store into a stream of body chunks.
+//!
+//! A producer task reads the page's rows, writes them as XML, compresses
+//! them, and hands the chunks over an unbounded channel. The channel is what
+//! keeps a slow client from holding a database connection: the producer never
+//! waits for the client, so the connection goes back to the pool as soon as
+//! the rows are read, and what the client has not taken yet waits in memory
+//! (bounded by the page limits).
+//!
+//! The first chunk is produced only after the first rows have arrived, so the
+//! caller learns of a database failure before any byte is sent and can answer
+//! `503`. A failure after that ends the stream with an error, on which the
+//! HTTP server aborts the connection: a client never takes a cut-short
+//! sitemap for a whole one.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use futures_util::{Stream, StreamExt, TryStreamExt, stream};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::sitemap::{Encoding, LimitExceeded, UrlEntry, UrlsetWriter};
+use crate::store::{Store, UrlRow};
+
+/// XML gathered before it is compressed and sent as one chunk.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Skipped rows remembered so each is logged once; past this many, further
+/// ones are still counted but logged again after a restart at most.
+const SKIP_LOG_MEMORY: usize = 100_000;
+
+/// Why a page could not be (completely) rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("reading the page's rows: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Limit(#[from] LimitExceeded),
+    #[error("compressing the page: {0}")]
+    Compress(#[from] std::io::Error),
+    #[error("the page renderer stopped unexpectedly")]
+    ProducerGone,
+}
+
+/// How pages are rendered: the service's settings that shape a page.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderOptions {
+    pub max_urls: u32,
+    pub max_bytes: u64,
+    pub gzip_level: u32,
+    pub lastmod_fallback: bool,
+}
+
+/// Which page to render, and how.
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    pub site: String,
+    pub section: String,
+    pub page: i32,
+    pub encoding: Encoding,
+}
+
+/// Rows the writer left out, logged once each.
+#[derive(Debug, Default)]
+pub struct SkipLog {
+    seen: Mutex<HashSet<i64>>,
+}
+
+impl SkipLog {
+    fn record(&self, site: &str, row: &UrlRow, reason: impl std::fmt::Display) {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if seen.len() < SKIP_LOG_MEMORY && seen.insert(row.id) {
+            tracing::warn!(site, row_id = row.id, loc = %truncated(&row.loc), %reason, "row left out of its sitemap");
+        }
+    }
+}
+
+/// Starts rendering and waits for the first chunk. `Err` means nothing has
+/// been sent; the stream's own errors come after bytes were sent.
+pub async fn render_page(
+    store: Store,
+    request: PageRequest,
+    options: RenderOptions,
+    skips: std::sync::Arc<SkipLog>,
+) -> Result<impl Stream<Item = Result<Bytes, RenderError>> + Send + 'static, RenderError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(
+        async move {
+            if let Err(error) = produce(&store, &request, options, &skips, &tx).await {
+                let _ = tx.send(Err(error));
+            }
+        }
+        .in_current_span(),
+    );
+    let first = rx.recv().await.ok_or(RenderError::ProducerGone)??;
+    let rest = stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Ok(stream::once(async { Ok(first) }).chain(rest))
+}
+
+type ChunkSender = mpsc::UnboundedSender<Result<Bytes, RenderError>>;
+
+async fn produce(
+    store: &Store,
+    request: &PageRequest,
+    options: RenderOptions,
+    skips: &SkipLog,
+    tx: &ChunkSender,
+) -> Result<(), RenderError> {
+    let mut rows = store.page_rows(&request.site, &request.section, request.page);
+    let mut sink = Sink::new(request.encoding, options.gzip_level);
+    let mut xml = Vec::with_capacity(CHUNK_BYTES + crate::sitemap::writer::MAX_ENTRY_BYTES);
+    let mut writer = UrlsetWriter::start(&mut xml, options.max_urls, options.max_bytes);
+    while let Some(row) = rows.try_next().await? {
+        let entry = UrlEntry {
+            loc: &row.loc,
+            lastmod: row
+                .lastmod
+                .or(options.lastmod_fallback.then_some(row.updated_at)),
+            changefreq: row.changefreq.as_deref(),
+            priority: row.priority,
+        };
+        if let Some(reason) = writer.push(&mut xml, &entry)? {
+            skips.record(&request.site, &row, reason);
+        }
+        if xml.len() >= CHUNK_BYTES {
+            let chunk = sink.write(&mut xml)?;
+            if !chunk.is_empty() && tx.send(Ok(chunk)).is_err() {
+                // The client went away: stop reading and free the connection.
+                return Ok(());
+            }
+        }
+    }
+    drop(rows);
+    writer.finish(&mut xml);
+    let last = sink.finish(&mut xml)?;
+    let _ = tx.send(Ok(last));
+    Ok(())
+}
+
+/// Where written XML goes: through gzip, or straight out.
+enum Sink {
+    Gzip(Box<GzEncoder<Vec<u8>>>),
+    Plain,
+}
+
+impl Sink {
+    fn new(encoding: Encoding, level: u32) -> Sink {
+        match encoding {
+            Encoding::Gzip => Sink::Gzip(Box::new(GzEncoder::new(
+                Vec::new(),
+                Compression::new(level),
+            ))),
+            Encoding::Plain => Sink::Plain,
+        }
+    }
+
+    /// Takes the XML gathered in `xml` (leaving it empty) and returns the
+    /// bytes ready to send, which for gzip may be none yet.
+    fn write(&mut self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
+        match self {
+            Sink::Gzip(encoder) => {
+                encoder.write_all(xml)?;
+                xml.clear();
+                Ok(Bytes::from(std::mem::take(encoder.get_mut())))
+            }
+            Sink::Plain => {
+                let capacity = xml.capacity();
+                Ok(Bytes::from(std::mem::replace(
+                    xml,
+                    Vec::with_capacity(capacity),
+                )))
+            }
+        }
+    }
+
+    /// Takes the last XML and ends the stream (the gzip trailer, for gzip).
+    fn finish(self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
+        match self {
+            Sink::Gzip(mut encoder) => {
+                encoder.write_all(xml)?;
+                Ok(Bytes::from(encoder.finish()?))
+            }
+            Sink::Plain => Ok(Bytes::from(std::mem::take(xml))),
+        }
+    }
+}
+
+/// A loc cut for a log line: long enough to recognise, never a flood.
+pub fn truncated(loc: &str) -> String {
+    const KEEP: usize = 200;
+    match loc.char_indices().nth(KEEP) {
+        Some((cut, _)) => format!("{}…", &loc[..cut]),
+        None => loc.to_owned(),
+    }
+}

@@ -1,0 +1,175 @@
+//! Sitemap file names: `sitemap-N.xml[.gz]` for the default section and
+//! `sitemap-{section}-N.xml[.gz]` for named ones.
+//!
+//! Parsing is strict, so every name that does not denote exactly one page is
+//! a 404 rather than a lookup: page numbers match `^[1-9][0-9]*$` and fit in
+//! an `i32` (the schema's page column), sections are the schema's slugs.
+
+use std::fmt;
+
+/// How a page is sent: as a gzip file or as plain XML.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `.xml.gz`: the body is a gzip file (`application/gzip`).
+    Gzip,
+    /// `.xml`: the body is the XML document itself.
+    Plain,
+}
+
+impl Encoding {
+    fn suffix(self) -> &'static str {
+        match self {
+            Encoding::Gzip => ".xml.gz",
+            Encoding::Plain => ".xml",
+        }
+    }
+}
+
+/// One page of one section: what a sitemap file name denotes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageName {
+    /// The section slug; empty for the default section.
+    pub section: String,
+    /// 1-based page number.
+    pub page: i32,
+}
+
+impl PageName {
+    /// Parses a request's file name, e.g. `sitemap-blog-3.xml.gz`.
+    pub fn parse(file: &str) -> Option<(PageName, Encoding)> {
+        let rest = file.strip_prefix("sitemap-")?;
+        let (stem, encoding) = if let Some(stem) = rest.strip_suffix(Encoding::Gzip.suffix()) {
+            (stem, Encoding::Gzip)
+        } else {
+            (
+                rest.strip_suffix(Encoding::Plain.suffix())?,
+                Encoding::Plain,
+            )
+        };
+        let (section, number) = match stem.rsplit_once('-') {
+            Some((section, number)) if is_section_slug(section) => (section, number),
+            Some(_) => return None,
+            None => ("", stem),
+        };
+        let page = parse_page_number(number)?;
+        Some((
+            PageName {
+                section: section.to_owned(),
+                page,
+            },
+            encoding,
+        ))
+    }
+
+    /// The file name of this page in the given encoding.
+    pub fn file_name(&self, encoding: Encoding) -> String {
+        format!("{self}{}", encoding.suffix())
+    }
+}
+
+impl fmt::Display for PageName {
+    /// The file name without its extension: `sitemap-3`, `sitemap-blog-3`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.section.is_empty() {
+            write!(f, "sitemap-{}", self.page)
+        } else {
+            write!(f, "sitemap-{}-{}", self.section, self.page)
+        }
+    }
+}
+
+/// Whether `s` is a slug as the schema defines site and section names:
+/// `^[a-z0-9][a-z0-9_-]{0,63}$`.
+pub fn is_section_slug(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && matches!(bytes[0], b'a'..=b'z' | b'0'..=b'9')
+        && bytes
+            .iter()
+            .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
+}
+
+fn parse_page_number(s: &str) -> Option<i32> {
+    let bytes = s.as_bytes();
+    let canonical =
+        matches!(bytes.first(), Some(b'1'..=b'9')) && bytes.iter().all(u8::is_ascii_digit);
+    if canonical { s.parse().ok() } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(section: &str, page: i32) -> PageName {
+        PageName {
+            section: section.into(),
+            page,
+        }
+    }
+
+    #[test]
+    fn parses_default_and_named_sections() {
+        assert_eq!(
+            PageName::parse("sitemap-1.xml.gz"),
+            Some((page("", 1), Encoding::Gzip))
+        );
+        assert_eq!(
+            PageName::parse("sitemap-12.xml"),
+            Some((page("", 12), Encoding::Plain))
+        );
+        assert_eq!(
+            PageName::parse("sitemap-blog-3.xml.gz"),
+            Some((page("blog", 3), Encoding::Gzip))
+        );
+        assert_eq!(
+            PageName::parse("sitemap-blog-posts-3.xml"),
+            Some((page("blog-posts", 3), Encoding::Plain))
+        );
+        assert_eq!(
+            PageName::parse("sitemap-5-2.xml.gz"),
+            Some((page("5", 2), Encoding::Gzip))
+        );
+        assert_eq!(
+            PageName::parse(&format!("sitemap-{}.xml", i32::MAX)),
+            Some((page("", i32::MAX), Encoding::Plain))
+        );
+    }
+
+    #[test]
+    fn rejects_every_non_canonical_name() {
+        for name in [
+            "sitemap-0.xml.gz",
+            "sitemap-007.xml.gz",
+            "sitemap-+5.xml.gz",
+            "sitemap--5.xml.gz",
+            "sitemap-abc.xml.gz",
+            "sitemap-1e3.xml",
+            "sitemap- 1.xml",
+            "sitemap-1.xml.gz.gz",
+            "sitemap-1.gz",
+            "sitemap-1",
+            "sitemap-.xml",
+            "sitemap-blog-.xml",
+            "sitemap-Blog-1.xml",
+            "sitemap-bl%6fg-1.xml",
+            "sitemap-blog-0.xml",
+            "sitemap-1000000000000000000000000000000.xml.gz",
+            "sitemap-2147483648.xml",
+            "sitemap_index.xml",
+            "robots.txt",
+        ] {
+            assert_eq!(PageName::parse(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn file_names_round_trip() {
+        for (p, encoding) in [
+            (page("", 7), Encoding::Gzip),
+            (page("news-de", 2), Encoding::Plain),
+        ] {
+            assert_eq!(PageName::parse(&p.file_name(encoding)), Some((p, encoding)));
+        }
+    }
+}

@@ -1,0 +1,564 @@
+//! The XML writer: `<urlset>` pages and the `<sitemapindex>`, appended to a
+//! byte buffer with no DOM and no per-entry allocation.
+//!
+//! A loc is written as a URI: non-ASCII characters are percent-encoded as
+//! UTF-8 (RFC 3987 §3.1), existing `%XX` escapes and all other ASCII are kept
+//! as they are, then the five XML entities are escaped. So an ASCII loc
+//! round-trips byte for byte through any XML parser. A loc holding a character
+//! XML 1.0 cannot carry (C0 controls, DEL; whitespace is not a URL character
+//! either) cannot be emitted at all: the entry is skipped and the caller told
+//! why. The schema's CHECK constraints keep such rows out, so this is a last
+//! line of defence that keeps every document well-formed.
+//!
+//! The writer counts URLs and bytes against the page limits as it goes and
+//! refuses the entry that would break either, so no over-limit document is
+//! ever finished.
+
+use std::fmt;
+
+use time::{OffsetDateTime, UtcOffset};
+
+const XML_DECLARATION: &[u8] = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+const URLSET_OPEN: &[u8] = b"<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+const URLSET_CLOSE: &[u8] = b"</urlset>\n";
+const INDEX_OPEN: &[u8] = b"<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+const INDEX_CLOSE: &[u8] = b"</sitemapindex>\n";
+
+/// Bytes of the longest `<url>` entry around its loc: every optional element
+/// present at its longest (`monthly`, a 5-character priority, a lastmod with
+/// offset). Mirrored by the schema's `sitemap_entry_bytes`.
+pub const ENTRY_OVERHEAD: usize = 125;
+
+/// The longest loc the schema admits, in characters.
+pub const MAX_LOC_CHARS: usize = 2048;
+
+/// The longest entry any row can render to: a loc of 4-byte characters, each
+/// percent-encoded to 12 bytes.
+pub const MAX_ENTRY_BYTES: usize = ENTRY_OVERHEAD + MAX_LOC_CHARS * 12;
+
+const CHANGEFREQS: [&str; 7] = [
+    "always", "hourly", "daily", "weekly", "monthly", "yearly", "never",
+];
+
+/// One `<url>` of a page.
+#[derive(Debug, Clone, Copy)]
+pub struct UrlEntry<'a> {
+    pub loc: &'a str,
+    pub lastmod: Option<OffsetDateTime>,
+    pub changefreq: Option<&'a str>,
+    pub priority: Option<f32>,
+}
+
+/// Why an entry was left out of a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The loc holds a character that XML 1.0 or a URL cannot carry.
+    ForbiddenCharacter { byte_offset: usize },
+    /// The loc is empty or longer than the protocol allows.
+    BadLength,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::ForbiddenCharacter { byte_offset } => write!(
+                f,
+                "loc has a control or whitespace character at byte {byte_offset}"
+            ),
+            SkipReason::BadLength => write!(f, "loc is empty or over {MAX_LOC_CHARS} characters"),
+        }
+    }
+}
+
+/// A page would break one of its limits: the document must not be finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "sitemap page over its limits: {urls} URLs (max {max_urls}), {bytes} bytes (max {max_bytes})"
+)]
+pub struct LimitExceeded {
+    pub urls: u64,
+    pub max_urls: u32,
+    pub bytes: u64,
+    pub max_bytes: u64,
+}
+
+/// Writes one `<urlset>` document, entry by entry, within the page limits.
+#[derive(Debug)]
+pub struct UrlsetWriter {
+    max_urls: u32,
+    max_bytes: u64,
+    urls: u32,
+    bytes: u64,
+}
+
+impl UrlsetWriter {
+    /// Starts a document in `out` (which it assumes empty of this document).
+    pub fn start(out: &mut Vec<u8>, max_urls: u32, max_bytes: u64) -> Self {
+        out.extend_from_slice(XML_DECLARATION);
+        out.extend_from_slice(URLSET_OPEN);
+        UrlsetWriter {
+            max_urls,
+            max_bytes,
+            urls: 0,
+            bytes: (XML_DECLARATION.len() + URLSET_OPEN.len()) as u64,
+        }
+    }
+
+    /// URLs written so far.
+    pub fn urls(&self) -> u32 {
+        self.urls
+    }
+
+    /// Uncompressed bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Appends one entry; `Ok(Some(reason))` when it had to be left out.
+    pub fn push(
+        &mut self,
+        out: &mut Vec<u8>,
+        entry: &UrlEntry<'_>,
+    ) -> Result<Option<SkipReason>, LimitExceeded> {
+        let start = out.len();
+        if let Err(reason) = write_entry(out, entry) {
+            out.truncate(start);
+            return Ok(Some(reason));
+        }
+        let len = (out.len() - start) as u64;
+        let (urls, bytes) = (self.urls + 1, self.bytes + len);
+        if urls > self.max_urls || bytes + URLSET_CLOSE.len() as u64 > self.max_bytes {
+            out.truncate(start);
+            return Err(LimitExceeded {
+                urls: u64::from(urls),
+                max_urls: self.max_urls,
+                bytes: bytes + URLSET_CLOSE.len() as u64,
+                max_bytes: self.max_bytes,
+            });
+        }
+        self.urls = urls;
+        self.bytes = bytes;
+        Ok(None)
+    }
+
+    /// Closes the document; returns its total uncompressed size.
+    pub fn finish(self, out: &mut Vec<u8>) -> u64 {
+        out.extend_from_slice(URLSET_CLOSE);
+        self.bytes + URLSET_CLOSE.len() as u64
+    }
+}
+
+/// Writes one `<sitemapindex>` document.
+#[derive(Debug)]
+pub struct IndexWriter<'a> {
+    base_url: &'a str,
+}
+
+impl<'a> IndexWriter<'a> {
+    /// Starts an index whose entries live under `base_url` (ending in `/`).
+    pub fn start(out: &mut Vec<u8>, base_url: &'a str) -> Self {
+        out.extend_from_slice(XML_DECLARATION);
+        out.extend_from_slice(INDEX_OPEN);
+        IndexWriter { base_url }
+    }
+
+    /// Appends the `<sitemap>` entry of one page, with the time it last
+    /// changed at full precision, so every change moves it forward.
+    pub fn push(&mut self, out: &mut Vec<u8>, file_name: &str, lastmod: OffsetDateTime) {
+        out.extend_from_slice(b"<sitemap><loc>");
+        // The base URL comes from validated configuration and the file name
+        // from slugs and digits: neither can hold a forbidden character.
+        let _ = write_loc(out, self.base_url);
+        out.extend_from_slice(file_name.as_bytes());
+        out.extend_from_slice(b"</loc>");
+        if write_datetime(out, b"<lastmod>", lastmod, true) {
+            out.extend_from_slice(b"</lastmod>");
+        }
+        out.extend_from_slice(b"</sitemap>\n");
+    }
+
+    pub fn finish(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(INDEX_CLOSE);
+    }
+}
+
+/// The most bytes `loc`'s entry can take: [`ENTRY_OVERHEAD`] plus the loc as
+/// written. Equal to the schema's `sitemap_entry_bytes(loc)`.
+pub fn entry_bytes(loc: &str) -> usize {
+    ENTRY_OVERHEAD
+        + loc
+            .bytes()
+            .map(|b| match b {
+                b'&' => 5,
+                b'<' | b'>' => 4,
+                b'"' | b'\'' => 6,
+                0x80.. => 3,
+                _ => 1,
+            })
+            .sum::<usize>()
+}
+
+fn write_entry(out: &mut Vec<u8>, entry: &UrlEntry<'_>) -> Result<(), SkipReason> {
+    let chars = entry.loc.chars().count();
+    if chars == 0 || chars > MAX_LOC_CHARS {
+        return Err(SkipReason::BadLength);
+    }
+    out.extend_from_slice(b"<url><loc>");
+    write_loc(out, entry.loc)?;
+    out.extend_from_slice(b"</loc>");
+    if let Some(lastmod) = entry.lastmod
+        && write_datetime(out, b"<lastmod>", lastmod, false)
+    {
+        out.extend_from_slice(b"</lastmod>");
+    }
+    if let Some(changefreq) = entry.changefreq.filter(|c| CHANGEFREQS.contains(c)) {
+        out.extend_from_slice(b"<changefreq>");
+        out.extend_from_slice(changefreq.as_bytes());
+        out.extend_from_slice(b"</changefreq>");
+    }
+    if let Some(priority) = entry.priority.filter(|p| (0.0..=1.0).contains(p)) {
+        out.extend_from_slice(b"<priority>");
+        write_priority(out, priority);
+        out.extend_from_slice(b"</priority>");
+    }
+    out.extend_from_slice(b"</url>\n");
+    Ok(())
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// Writes `loc` percent-encoding non-ASCII and escaping XML, copying runs of
+/// plain bytes at once.
+fn write_loc(out: &mut Vec<u8>, loc: &str) -> Result<(), SkipReason> {
+    let bytes = loc.as_bytes();
+    let mut run_start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let percent;
+        let replacement: &[u8] = match b {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            b'\'' => b"&apos;",
+            0x00..=0x20 | 0x7f => return Err(SkipReason::ForbiddenCharacter { byte_offset: i }),
+            0x80.. => {
+                percent = [b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
+                &percent
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[run_start..i]);
+        out.extend_from_slice(replacement);
+        run_start = i + 1;
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+    Ok(())
+}
+
+/// Writes `open` and a W3C datetime in UTC with an explicit `+00:00` offset,
+/// to the second, or with microseconds (trailing zeros trimmed) when
+/// `subsecond`. Returns false, writing nothing, for a year outside 0000-9999,
+/// which W3C datetimes cannot express.
+fn write_datetime(out: &mut Vec<u8>, open: &[u8], at: OffsetDateTime, subsecond: bool) -> bool {
+    let at = at.to_offset(UtcOffset::UTC);
+    let Ok(year) = u16::try_from(at.year()) else {
+        return false;
+    };
+    if year > 9999 {
+        return false;
+    }
+    out.extend_from_slice(open);
+    push_digits(out, u32::from(year), 4);
+    out.push(b'-');
+    push_digits(out, u32::from(u8::from(at.month())), 2);
+    out.push(b'-');
+    push_digits(out, u32::from(at.day()), 2);
+    out.push(b'T');
+    push_digits(out, u32::from(at.hour()), 2);
+    out.push(b':');
+    push_digits(out, u32::from(at.minute()), 2);
+    out.push(b':');
+    push_digits(out, u32::from(at.second()), 2);
+    let micros = at.microsecond();
+    if subsecond && micros > 0 {
+        out.push(b'.');
+        let mut digits = 6;
+        let mut fraction = micros;
+        while fraction.is_multiple_of(10) {
+            fraction /= 10;
+            digits -= 1;
+        }
+        push_digits(out, fraction, digits);
+    }
+    out.extend_from_slice(b"+00:00");
+    true
+}
+
+/// Priority rounded to at most three decimals, trailing zeros trimmed but one
+/// kept: `0.5`, `1.0`, `0.85`, `0.125`.
+fn write_priority(out: &mut Vec<u8>, priority: f32) {
+    let thousandths = (priority * 1000.0).round() as u32;
+    push_digits(out, thousandths / 1000, 1);
+    out.push(b'.');
+    let mut fraction = thousandths % 1000;
+    let mut digits = 3;
+    while digits > 1 && fraction.is_multiple_of(10) {
+        fraction /= 10;
+        digits -= 1;
+    }
+    push_digits(out, fraction, digits);
+}
+
+fn push_digits(out: &mut Vec<u8>, value: u32, width: u32) {
+    for place in (0..width).rev() {
+        out.push(b'0' + (value / 10u32.pow(place) % 10) as u8);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    fn entry(loc: &str) -> UrlEntry<'_> {
+        UrlEntry {
+            loc,
+            lastmod: None,
+            changefreq: None,
+            priority: None,
+        }
+    }
+
+    fn page(entries: &[UrlEntry<'_>]) -> String {
+        let mut out = Vec::new();
+        let mut writer = UrlsetWriter::start(&mut out, 50_000, 52_428_800);
+        for e in entries {
+            assert_eq!(writer.push(&mut out, e), Ok(None));
+        }
+        let total = writer.finish(&mut out);
+        assert_eq!(total, out.len() as u64);
+        String::from_utf8(out).expect("writer emits UTF-8")
+    }
+
+    #[test]
+    fn writes_exact_bytes() {
+        let full = UrlEntry {
+            loc: "https://example.com/a?b=1&c=<2>\"'",
+            lastmod: Some(datetime!(2026-11-21 09:30:05.123 +02:00)),
+            changefreq: Some("weekly"),
+            priority: Some(0.8),
+        };
+        assert_eq!(
+            page(&[full, entry("https://example.com/")]),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+             <url><loc>https://example.com/a?b=1&amp;c=&lt;2&gt;&quot;&apos;</loc>\
+             <lastmod>2026-11-21T07:30:05+00:00</lastmod><changefreq>weekly</changefreq>\
+             <priority>0.8</priority></url>\n\
+             <url><loc>https://example.com/</loc></url>\n\
+             </urlset>\n"
+        );
+    }
+
+    #[test]
+    fn percent_encodes_non_ascii_and_keeps_existing_escapes() {
+        let doc = page(&[entry(
+            "https://example.com/caf\u{e9}/%C3%A9?q=a%20b&x=\u{1F600}",
+        )]);
+        assert!(
+            doc.contains(
+                "<loc>https://example.com/caf%C3%A9/%C3%A9?q=a%20b&amp;x=%F0%9F%98%80</loc>"
+            ),
+            "{doc}"
+        );
+    }
+
+    #[test]
+    fn skips_locs_xml_cannot_carry() {
+        let mut out = Vec::new();
+        let mut writer = UrlsetWriter::start(&mut out, 10, 1 << 20);
+        let before = out.len();
+        for (loc, reason) in [
+            (
+                "https://e.com/a\u{1}b",
+                SkipReason::ForbiddenCharacter { byte_offset: 15 },
+            ),
+            (
+                "https://e.com/a b",
+                SkipReason::ForbiddenCharacter { byte_offset: 15 },
+            ),
+            (
+                "https://e.com/\u{7f}",
+                SkipReason::ForbiddenCharacter { byte_offset: 14 },
+            ),
+            (
+                "https://e.com/\t",
+                SkipReason::ForbiddenCharacter { byte_offset: 14 },
+            ),
+            ("", SkipReason::BadLength),
+        ] {
+            assert_eq!(
+                writer.push(&mut out, &entry(loc)),
+                Ok(Some(reason)),
+                "{loc:?}"
+            );
+        }
+        let long = format!("https://e.com/{}", "a".repeat(MAX_LOC_CHARS));
+        assert_eq!(
+            writer.push(&mut out, &entry(&long)),
+            Ok(Some(SkipReason::BadLength))
+        );
+        assert_eq!(out.len(), before, "a skipped entry leaves no bytes behind");
+        assert_eq!(writer.urls(), 0);
+    }
+
+    #[test]
+    fn enforces_the_url_limit() {
+        let mut out = Vec::new();
+        let mut writer = UrlsetWriter::start(&mut out, 2, 1 << 20);
+        for _ in 0..2 {
+            assert_eq!(writer.push(&mut out, &entry("https://e.com/")), Ok(None));
+        }
+        let len = out.len();
+        let err = writer
+            .push(&mut out, &entry("https://e.com/"))
+            .expect_err("third URL");
+        assert_eq!((err.urls, err.max_urls), (3, 2));
+        assert_eq!(out.len(), len);
+    }
+
+    #[test]
+    fn enforces_the_byte_limit_counting_the_closing_tag() {
+        let loc = "https://e.com/x";
+        let header = XML_DECLARATION.len() + URLSET_OPEN.len();
+        let one = "<url><loc>https://e.com/x</loc></url>\n".len();
+        let max_bytes = (header + 2 * one + URLSET_CLOSE.len()) as u64;
+        let mut out = Vec::new();
+        let mut writer = UrlsetWriter::start(&mut out, 100, max_bytes);
+        assert_eq!(writer.push(&mut out, &entry(loc)), Ok(None));
+        assert_eq!(writer.push(&mut out, &entry(loc)), Ok(None));
+        assert!(writer.push(&mut out, &entry(loc)).is_err());
+        assert_eq!(writer.finish(&mut out), max_bytes);
+        assert_eq!(out.len() as u64, max_bytes);
+    }
+
+    #[test]
+    fn entry_overhead_is_the_longest_entry_around_its_loc() {
+        let longest = UrlEntry {
+            loc: "",
+            lastmod: Some(datetime!(2026-12-31 23:59:59 UTC)),
+            changefreq: Some("monthly"),
+            priority: Some(0.125),
+        };
+        let mut out = Vec::new();
+        // An empty loc is refused, so measure around a one-byte loc.
+        let one = UrlEntry {
+            loc: "h",
+            ..longest
+        };
+        write_entry(&mut out, &one).expect("writable");
+        assert_eq!(out.len(), ENTRY_OVERHEAD + 1);
+    }
+
+    #[test]
+    fn entry_bytes_bounds_every_rendering() {
+        for loc in [
+            "https://e.com/",
+            "https://e.com/&<>\"'",
+            "https://e.com/\u{e9}\u{1F600}",
+            "https://e.com/%41?x=1",
+        ] {
+            for (changefreq, priority) in [
+                (None, None),
+                (Some("always"), Some(1.0)),
+                (Some("monthly"), Some(0.333)),
+            ] {
+                let mut out = Vec::new();
+                let e = UrlEntry {
+                    loc,
+                    lastmod: Some(datetime!(2026-01-02 03:04:05 UTC)),
+                    changefreq,
+                    priority,
+                };
+                write_entry(&mut out, &e).expect("writable");
+                assert!(out.len() <= entry_bytes(loc), "{loc}");
+            }
+        }
+        assert_eq!(
+            entry_bytes("https://e.com/\u{1F600}"),
+            ENTRY_OVERHEAD + 14 + 12
+        );
+    }
+
+    #[test]
+    fn datetimes_carry_an_offset_and_stay_within_w3c_years() {
+        let mut out = Vec::new();
+        assert!(write_datetime(
+            &mut out,
+            b"",
+            datetime!(0999-01-02 03:04:05 -01:30),
+            false
+        ));
+        assert_eq!(out, b"0999-01-02T04:34:05+00:00");
+        out.clear();
+        assert!(!write_datetime(
+            &mut out,
+            b"<x>",
+            datetime!(-0001-01-01 00:00 UTC),
+            false
+        ));
+        assert!(out.is_empty());
+        assert!(write_datetime(
+            &mut out,
+            b"",
+            datetime!(2026-11-21 09:30:00.1205 UTC),
+            true
+        ));
+        assert_eq!(out, b"2026-11-21T09:30:00.1205+00:00");
+        out.clear();
+        assert!(write_datetime(
+            &mut out,
+            b"",
+            datetime!(2026-11-21 09:30:00 UTC),
+            true
+        ));
+        assert_eq!(out, b"2026-11-21T09:30:00+00:00");
+    }
+
+    #[test]
+    fn priorities_round_to_thousandths() {
+        for (p, text) in [
+            (0.0, "0.0"),
+            (1.0, "1.0"),
+            (0.5, "0.5"),
+            (0.85, "0.85"),
+            (0.125, "0.125"),
+            (0.3333, "0.333"),
+        ] {
+            let mut out = Vec::new();
+            write_priority(&mut out, p);
+            assert_eq!(String::from_utf8(out).expect("ascii"), text);
+        }
+    }
+
+    #[test]
+    fn index_lists_pages_under_the_base_url() {
+        let mut out = Vec::new();
+        let mut index = IndexWriter::start(&mut out, "https://example.com/shop/");
+        index.push(
+            &mut out,
+            "sitemap-blog-2.xml.gz",
+            datetime!(2026-11-21 09:30:00.5 UTC),
+        );
+        index.finish(&mut out);
+        assert_eq!(
+            String::from_utf8(out).expect("ascii"),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+             <sitemap><loc>https://example.com/shop/sitemap-blog-2.xml.gz</loc>\
+             <lastmod>2026-11-21T09:30:00.5+00:00</lastmod></sitemap>\n\
+             </sitemapindex>\n"
+        );
+    }
+}

@@ -1,0 +1,51 @@
+//! Rows that cannot be served are left out of every sitemap, never allowed
+//! to break one. The schema records why (`skip_reason`); this logs each such
+//! row once, with its key and reason, so an operator hears of it without a
+//! flood on every request.
+
+use std::time::Duration;
+
+use crate::render::truncated;
+use crate::store::{self, SkippedRow, Store};
+
+/// Rows taken from the database per round.
+const BATCH: i64 = 1000;
+
+/// Logs every skipped row not logged before; returns them.
+pub async fn report_new_skips(store: &Store) -> Result<Vec<SkippedRow>, store::Error> {
+    let mut reported = Vec::new();
+    loop {
+        let batch = store.take_unreported_skips(BATCH).await?;
+        for row in &batch {
+            tracing::warn!(
+                site = %row.site,
+                section = %row.section,
+                row_id = row.id,
+                loc = %truncated(&row.loc),
+                reason = %row.reason,
+                "row left out of the sitemaps"
+            );
+        }
+        let last = (batch.len() as i64) < BATCH;
+        reported.extend(batch);
+        if last {
+            return Ok(reported);
+        }
+    }
+}
+
+/// Runs [`report_new_skips`] every `interval`, for as long as the service runs.
+pub async fn report_periodically(store: Store, interval: Duration) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        match report_new_skips(&store).await {
+            Ok(rows) if !rows.is_empty() => {
+                tracing::info!(rows = rows.len(), "reported rows left out of the sitemaps");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not look for skipped rows"),
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! All SQL: connecting, migrating, applying configuration, and the reads the
+//! sitemaps are made of.
+//!
+//! Page membership and per-page summaries are kept by PostgreSQL itself (see
+//! `migrations/`), so every read here is either O(pages) (the index) or one
+//! ordered index range (a page), and applications writing `sitemap_urls` with
+//! plain SQL need nothing from this process.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use futures_util::Stream;
+use sqlx::migrate::MigrateDatabase;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Postgres};
+use time::OffsetDateTime;
+
+use crate::config::{Settings, Site};
+
+/// A database failure. Before a response's first byte it becomes a `503`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migrating the database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Handle to the database; cheap to clone (it shares one pool).
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+/// One `<sitemap>` of the index: a non-empty page and when it last changed.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct IndexEntry {
+    pub section: String,
+    pub page: i32,
+    pub lastmod: OffsetDateTime,
+}
+
+/// What the summaries say of one page.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PageSummary {
+    pub url_count: i32,
+    pub bytes: i64,
+    pub lastmod: OffsetDateTime,
+}
+
+/// One row of a page, as the writer needs it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UrlRow {
+    pub id: i64,
+    pub loc: String,
+    pub lastmod: Option<OffsetDateTime>,
+    pub changefreq: Option<String>,
+    pub priority: Option<f32>,
+    pub updated_at: OffsetDateTime,
+}
+
+/// A row left out of every sitemap, with the reason the schema recorded.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SkippedRow {
+    pub id: i64,
+    pub site: String,
+    pub section: String,
+    pub loc: String,
+    pub reason: String,
+}
+
+/// What `demo` writes: synthetic rows under a site's base URL.
+#[derive(Debug, Clone)]
+pub struct DemoBatch<'a> {
+    pub site: &'a Site,
+    /// Sections to spread rows over, round robin; `""` is the default section.
+    pub sections: &'a [String],
+    /// Numbers the rows' URLs; consecutive batches continue one another.
+    pub first: i64,
+    pub count: i64,
+}
+
+impl Store {
+    /// Connects to the configured database, creating it first if missing.
+    pub async fn connect(settings: &Settings) -> Result<Store, Error> {
+        let url = settings.database_url.expose();
+        if !Postgres::database_exists(url).await? {
+            tracing::info!(database_url = %settings.database_url.redacted(), "creating database");
+            Postgres::create_database(url).await?;
+        }
+        let options = PgConnectOptions::from_str(url)?;
+        let pool = pool_options(settings).connect_with(options).await?;
+        Ok(Store { pool })
+    }
+
+    pub fn from_pool(pool: PgPool) -> Store {
+        Store { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Applies the migrations in `migrations/`, built into the binary.
+    pub async fn migrate(&self) -> Result<(), Error> {
+        sqlx::migrate!().run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Writes the page limits and the site's base URL into the schema, which
+    /// repacks only what they no longer admit. Serialised across replicas
+    /// starting at once.
+    pub async fn configure(
+        &self,
+        site: &Site,
+        max_urls: u32,
+        entry_budget: u64,
+    ) -> Result<(), Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT 1 FROM sitemap_settings FOR UPDATE")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("SELECT sitemap_configure_limits($1, $2)")
+            .bind(i32::try_from(max_urls).unwrap_or(i32::MAX))
+            .bind(i64::try_from(entry_budget).unwrap_or(i64::MAX))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("SELECT sitemap_configure_site($1, $2, $3)")
+            .bind(&site.name)
+            .bind(&site.origin)
+            .bind(&site.path_prefix)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), Error> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// The non-empty pages of a site, in the order the index lists them.
+    pub async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT section, page, lastmod FROM sitemap_pages
+             WHERE site = $1 AND url_count > 0
+             ORDER BY section, page",
+        )
+        .bind(site)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The summary of one page, if it exists and is not empty.
+    pub async fn page_summary(
+        &self,
+        site: &str,
+        section: &str,
+        page: i32,
+    ) -> Result<Option<PageSummary>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT url_count, bytes, lastmod FROM sitemap_pages
+             WHERE site = $1 AND section = $2 AND page = $3 AND url_count > 0",
+        )
+        .bind(site)
+        .bind(section)
+        .bind(page)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// The rows of one page in a stable order, streamed as PostgreSQL sends
+    /// them; the connection returns to the pool when the stream ends or is
+    /// dropped.
+    pub fn page_rows<'a>(
+        &'a self,
+        site: &'a str,
+        section: &'a str,
+        page: i32,
+    ) -> impl Stream<Item = Result<UrlRow, sqlx::Error>> + Send + 'a {
+        sqlx::query_as(
+            "SELECT id, loc, lastmod, changefreq, priority, updated_at FROM sitemap_urls
+             WHERE site = $1 AND section = $2 AND page = $3
+             ORDER BY id",
+        )
+        .bind(site)
+        .bind(section)
+        .bind(page)
+        .fetch(&self.pool)
+    }
+
+    /// Rows left out of the sitemaps that have not been reported yet, marked
+    /// reported in the same statement, so each is logged once by whichever
+    /// replica takes it.
+    pub async fn take_unreported_skips(&self, limit: i64) -> Result<Vec<SkippedRow>, Error> {
+        Ok(sqlx::query_as(
+            "UPDATE sitemap_urls u SET skip_logged = true
+             FROM (SELECT id FROM sitemap_urls
+                   WHERE skip_reason IS NOT NULL AND NOT skip_logged
+                   ORDER BY id LIMIT $1
+                   FOR UPDATE SKIP LOCKED) t
+             WHERE u.id = t.id
+             RETURNING u.id, u.site, u.section, u.loc, u.skip_reason AS reason",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// How many of a site's rows are left out of its sitemaps.
+    pub async fn skipped_count(&self, site: &str) -> Result<i64, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM sitemap_urls WHERE site = $1 AND skip_reason IS NOT NULL",
+        )
+        .bind(site)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// The highest row id so far (0 for an empty table), where demo data
+    /// continues numbering from.
+    pub async fn max_row_id(&self) -> Result<i64, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM sitemap_urls")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Writes one batch of synthetic rows in one statement, generated by the
+    /// server itself (no data crosses the wire). Realistic shapes: a path of
+    /// two words and a number, lastmod spread over two years, changefreq and
+    /// priority on some rows. Returns the rows written.
+    pub async fn seed_demo(&self, batch: &DemoBatch<'_>) -> Result<u64, Error> {
+        let done = sqlx::query(
+            "INSERT INTO sitemap_urls (site, section, loc, lastmod, changefreq, priority)
+             SELECT $1, s.section,
+                    $2 || coalesce(nullif(s.section, ''), 'pages') || '/'
+                       || w.words[1 + (g * 31) % 40] || '-' || w.words[1 + (g * 17 + 7) % 40] || '-' || g,
+                    date_trunc('second', now() - make_interval(secs => ((g * 7919) % 63072000)::double precision)),
+                    (ARRAY['daily', 'weekly', 'monthly', NULL])[1 + g % 4],
+                    CASE WHEN g % 3 = 0 THEN ((g % 11) / 10.0)::real END
+             FROM generate_series($4::bigint, $4::bigint + $5::bigint - 1) AS g
+             CROSS JOIN LATERAL (SELECT ($3::text[])[1 + g % cardinality($3::text[])] AS section) s
+             CROSS JOIN (SELECT ARRAY[
+                 'alpine', 'harbor', 'copper', 'meadow', 'lantern', 'orbit', 'willow', 'granite',
+                 'velvet', 'summit', 'river', 'ember', 'falcon', 'prairie', 'cobalt', 'juniper',
+                 'canyon', 'saffron', 'tundra', 'marble', 'cedar', 'glacier', 'indigo', 'meteor',
+                 'orchid', 'pebble', 'quartz', 'raven', 'sierra', 'thistle', 'umber', 'vista',
+                 'wander', 'yarrow', 'zephyr', 'basalt', 'coral', 'dune', 'fjord', 'grove'
+             ] AS words) w
+             ON CONFLICT (site, loc) DO NOTHING",
+        )
+        .bind(&batch.site.name)
+        .bind(&batch.site.base_url)
+        .bind(batch.sections)
+        .bind(batch.first)
+        .bind(batch.count)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+}
+
+fn pool_options(settings: &Settings) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(settings.db_max_connections)
+        .acquire_timeout(Duration::from_millis(settings.db_acquire_timeout_ms))
+}

@@ -1,0 +1,312 @@
+//! Spawns the real server on a random loopback port over a fresh database,
+//! and reads what it serves the way a crawler does: gzip decoded, XML parsed,
+//! every document validated against the sitemaps.org schemas.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+
+use flate2::read::GzDecoder;
+use serde::Deserialize;
+use sitemapd::config::Settings;
+use sitemapd::store::Store;
+use sitemapd::{AppState, skips};
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+pub const BASE_URL: &str = "https://www.example.com/";
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub pool: PgPool,
+    pub state: AppState,
+    pub settings: Settings,
+    client: reqwest::Client,
+    _shutdown: oneshot::Sender<()>,
+}
+
+impl TestApp {
+    /// The service with its defaults, but serving [`BASE_URL`].
+    pub async fn spawn(pool: PgPool) -> TestApp {
+        Self::spawn_with(pool, |_| {}).await
+    }
+
+    pub async fn spawn_with(pool: PgPool, configure: impl FnOnce(&mut Settings)) -> TestApp {
+        let mut settings = Settings::defaults();
+        settings.base_url = BASE_URL.into();
+        configure(&mut settings);
+        settings.validate().expect("test settings are valid");
+        let state = sitemapd::prepare(Store::from_pool(pool.clone()), &settings)
+            .await
+            .expect("service prepares");
+        Self::serve(pool, state, settings).await
+    }
+
+    /// Serves `state` as is (e.g. over a store that cannot connect).
+    pub async fn serve(pool: PgPool, state: AppState, settings: Settings) -> TestApp {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("bound address");
+        let (shutdown, stop) = oneshot::channel::<()>();
+        tokio::spawn(sitemapd::serve(listener, state.clone(), async {
+            let _ = stop.await;
+        }));
+        TestApp {
+            addr,
+            pool,
+            state,
+            settings,
+            client: reqwest::Client::new(),
+            _shutdown: shutdown,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn head(&self, path: &str) -> reqwest::Response {
+        self.client
+            .head(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Fetches and checks the index: 200, XML, valid (or, when empty, at
+    /// least well-formed); returns its entries.
+    pub async fn index(&self) -> Vec<IndexEntry> {
+        let response = self.get("/sitemap_index.xml").await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            header(&response, "content-type"),
+            "application/xml; charset=utf-8"
+        );
+        let body = response.bytes().await.expect("index body");
+        let index: SitemapIndex = parse_xml(&body);
+        if index.sitemaps.is_empty() {
+            assert_well_formed(&body);
+        } else {
+            assert_valid(&body, Schema::Index);
+        }
+        index.sitemaps
+    }
+
+    /// Fetches a `.xml.gz` page and checks it as a crawler would: 200,
+    /// `application/gzip` with no Content-Encoding, a gzip file that
+    /// decompresses whole, a schema-valid urlset within the limits. Returns
+    /// the URLs and the uncompressed size.
+    pub async fn page(&self, path: &str) -> Page {
+        let response = self.get(path).await;
+        assert_eq!(response.status(), 200, "{path}");
+        assert_eq!(
+            header(&response, "content-type"),
+            "application/gzip",
+            "{path}"
+        );
+        assert!(
+            response.headers().get("content-encoding").is_none(),
+            "{path}"
+        );
+        let gz = response.bytes().await.expect("page body");
+        let xml = gunzip(&gz);
+        let page = self.check_urlset(&xml);
+        assert!(
+            !page.urls.is_empty(),
+            "the index never lists an empty page ({path})"
+        );
+        page
+    }
+
+    /// The same page uncompressed, from its `.xml` name.
+    pub async fn plain_page(&self, path: &str) -> (Page, Vec<u8>) {
+        let response = self.get(path).await;
+        assert_eq!(response.status(), 200, "{path}");
+        assert_eq!(
+            header(&response, "content-type"),
+            "application/xml; charset=utf-8"
+        );
+        let xml = response.bytes().await.expect("page body").to_vec();
+        (self.check_urlset(&xml), xml)
+    }
+
+    fn check_urlset(&self, xml: &[u8]) -> Page {
+        assert_valid(xml, Schema::Urlset);
+        let urlset: Urlset = parse_xml(xml);
+        assert!(urlset.urls.len() <= self.settings.max_urls as usize);
+        assert!(xml.len() as u64 <= self.settings.max_bytes);
+        Page {
+            urls: urlset.urls,
+            bytes: xml.len(),
+        }
+    }
+
+    /// Everything a crawler would collect: every page the index lists,
+    /// fetched and checked. Returns (page path, its locs), in index order.
+    pub async fn crawl(&self) -> Vec<(String, Vec<String>)> {
+        let mut pages = Vec::new();
+        for entry in self.index().await {
+            let path = entry
+                .loc
+                .strip_prefix(BASE_URL)
+                .map(|file| format!("/{file}"))
+                .unwrap_or_else(|| panic!("index entry {} is not under the base URL", entry.loc));
+            let page = self.page(&path).await;
+            pages.push((path, page.urls.into_iter().map(|u| u.loc).collect()));
+        }
+        pages
+    }
+
+    /// All locs served, sorted, each as many times as it is served.
+    pub async fn served_locs(&self) -> Vec<String> {
+        let mut locs: Vec<String> = self
+            .crawl()
+            .await
+            .into_iter()
+            .flat_map(|(_, locs)| locs)
+            .collect();
+        locs.sort();
+        locs
+    }
+
+    /// The locs the table holds for the served site, sorted.
+    pub async fn table_locs(&self) -> Vec<String> {
+        sqlx::query_scalar(
+            "SELECT loc FROM sitemap_urls WHERE site = 'default' AND skip_reason IS NULL ORDER BY loc COLLATE \"C\"",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .expect("table locs")
+    }
+
+    /// Inserts rows `{BASE_URL}{prefix}{i}` for i in 1..=n into a section.
+    pub async fn insert_urls(&self, section: &str, prefix: &str, n: i64) {
+        sqlx::query(
+            "INSERT INTO sitemap_urls (section, loc)
+             SELECT $1, $2 || g FROM generate_series(1, $3::bigint) g",
+        )
+        .bind(section)
+        .bind(format!("{BASE_URL}{prefix}"))
+        .bind(n)
+        .execute(&self.pool)
+        .await
+        .expect("insert rows");
+    }
+
+    /// Logs skipped rows now, as the background reporter would.
+    pub async fn report_skips(&self) -> Vec<sitemapd::store::SkippedRow> {
+        skips::report_new_skips(&self.state.store)
+            .await
+            .expect("skip report")
+    }
+}
+
+pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
+    response
+        .headers()
+        .get(name)
+        .unwrap_or_else(|| panic!("no {name} header"))
+        .to_str()
+        .expect("ASCII header")
+}
+
+pub fn gunzip(gz: &[u8]) -> Vec<u8> {
+    let mut xml = Vec::new();
+    GzDecoder::new(gz)
+        .read_to_end(&mut xml)
+        .expect("a whole gzip file");
+    xml
+}
+
+#[derive(Debug)]
+pub struct Page {
+    pub urls: Vec<Url>,
+    pub bytes: usize,
+}
+
+#[derive(Debug, Deserialize)]
+struct Urlset {
+    #[serde(rename = "url", default)]
+    urls: Vec<Url>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Url {
+    pub loc: String,
+    pub lastmod: Option<String>,
+    pub changefreq: Option<String>,
+    pub priority: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SitemapIndex {
+    #[serde(rename = "sitemap", default)]
+    sitemaps: Vec<IndexEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct IndexEntry {
+    pub loc: String,
+    pub lastmod: String,
+}
+
+fn parse_xml<T: for<'de> Deserialize<'de>>(xml: &[u8]) -> T {
+    let text = std::str::from_utf8(xml).expect("documents are UTF-8");
+    quick_xml::de::from_str(text)
+        .unwrap_or_else(|e| panic!("unparsable XML ({e}):\n{}", excerpt(text)))
+}
+
+fn excerpt(text: &str) -> &str {
+    &text[..text.char_indices().nth(2000).map_or(text.len(), |(i, _)| i)]
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Schema {
+    Urlset,
+    Index,
+}
+
+/// Validates with `xmllint --schema` against the sitemaps.org schemas kept
+/// in `tests/fixtures/xsd`.
+pub fn assert_valid(xml: &[u8], schema: Schema) {
+    let xsd = match schema {
+        Schema::Urlset => "sitemap.xsd",
+        Schema::Index => "siteindex.xsd",
+    };
+    let xsd = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/xsd")
+        .join(xsd);
+    xmllint(xml, &["--schema", xsd.to_str().expect("UTF-8 path")]);
+}
+
+pub fn assert_well_formed(xml: &[u8]) {
+    xmllint(xml, &[]);
+}
+
+fn xmllint(xml: &[u8], args: &[&str]) {
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), xml).expect("write document");
+    let output = Command::new("xmllint")
+        .arg("--noout")
+        .args(args)
+        .arg(file.path())
+        .output()
+        .expect("xmllint runs (Debian package libxml2-utils)");
+    assert!(
+        output.status.success(),
+        "xmllint rejected the document: {}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        excerpt(&String::from_utf8_lossy(xml))
+    );
+}

@@ -1,0 +1,90 @@
+use sqlx::PgPool;
+
+use crate::helpers::{BASE_URL, TestApp, header};
+
+#[sqlx::test]
+async fn empty_table_gives_a_well_formed_index_with_no_entries(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    assert!(app.index().await.is_empty());
+}
+
+#[sqlx::test]
+async fn one_row_gives_one_page_holding_it(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "only-", 1).await;
+
+    let index = app.index().await;
+    assert_eq!(index.len(), 1);
+    assert_eq!(index[0].loc, format!("{BASE_URL}sitemap-1.xml.gz"));
+
+    let page = app.page("/sitemap-1.xml.gz").await;
+    assert_eq!(page.urls.len(), 1);
+    assert_eq!(page.urls[0].loc, format!("{BASE_URL}only-1"));
+}
+
+#[sqlx::test]
+async fn index_urls_come_from_configuration_never_from_the_request(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "p", 1).await;
+    let response = reqwest::Client::new()
+        .get(app.url("/sitemap_index.xml"))
+        .header("host", "evil.example")
+        .header("x-forwarded-host", "evil.example")
+        .header("x-forwarded-proto", "http")
+        .header("forwarded", "host=evil.example;proto=http")
+        .send()
+        .await
+        .expect("request sent");
+    let body = response.text().await.expect("body");
+    assert!(!body.contains("evil"), "{body}");
+    assert!(
+        body.contains(&format!("<loc>{BASE_URL}sitemap-1.xml.gz</loc>")),
+        "{body}"
+    );
+}
+
+#[sqlx::test]
+async fn sections_get_pages_of_their_own(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "home/", 2).await;
+    app.insert_urls("blog", "blog/", 3).await;
+    app.insert_urls("news-de", "news/", 1).await;
+
+    let locs: Vec<String> = app.index().await.into_iter().map(|e| e.loc).collect();
+    assert_eq!(
+        locs,
+        [
+            format!("{BASE_URL}sitemap-1.xml.gz"),
+            format!("{BASE_URL}sitemap-blog-1.xml.gz"),
+            format!("{BASE_URL}sitemap-news-de-1.xml.gz"),
+        ]
+    );
+    let blog = app.page("/sitemap-blog-1.xml.gz").await;
+    assert_eq!(blog.urls.len(), 3);
+    assert!(
+        blog.urls
+            .iter()
+            .all(|u| u.loc.starts_with(&format!("{BASE_URL}blog/")))
+    );
+    assert_eq!(app.served_locs().await, app.table_locs().await);
+}
+
+#[sqlx::test]
+async fn index_carries_the_protocol_headers(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let response = app.get("/sitemap_index.xml").await;
+    assert_eq!(header(&response, "x-robots-tag"), "noindex");
+    assert!(response.headers().get("content-encoding").is_none());
+
+    let head = app.head("/sitemap_index.xml").await;
+    assert_eq!(head.status(), 200);
+    assert_eq!(
+        header(&head, "content-type"),
+        "application/xml; charset=utf-8"
+    );
+    assert_eq!(
+        header(&head, "content-length"),
+        header(&response, "content-length")
+    );
+    assert!(head.bytes().await.expect("no body").is_empty());
+}

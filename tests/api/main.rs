@@ -1,0 +1,9 @@
+//! Integration tests: the real server on a random loopback port, over a
+//! fresh PostgreSQL database per test (`#[sqlx::test]`, migrations applied).
+
+mod failures;
+mod helpers;
+mod index;
+mod pages;
+mod schema;
+mod writes;

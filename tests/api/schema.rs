@@ -1,0 +1,178 @@
+//! The data contract: what the schema admits, and the bookkeeping it keeps.
+
+use sitemapd::sitemap::writer::entry_bytes;
+use sqlx::PgPool;
+
+use crate::helpers::{BASE_URL, TestApp};
+
+#[sqlx::test]
+async fn the_schema_and_the_writer_agree_on_entry_sizes(pool: PgPool) {
+    let long_multibyte = format!("https://e.com/{}", "\u{1F600}".repeat(2000));
+    for loc in [
+        "https://e.com/",
+        "https://e.com/a&b<c>d\"e'f",
+        "https://e.com/caf\u{e9}/\u{65e5}\u{672c}?q=\u{1F600}&x=%20",
+        "https://e.com/&&&&''''\"\"\"<<<>>>",
+        long_multibyte.as_str(),
+    ] {
+        let sql: i32 = sqlx::query_scalar("SELECT sitemap_entry_bytes($1)")
+            .bind(loc)
+            .fetch_one(&pool)
+            .await
+            .expect("size");
+        assert_eq!(sql as usize, entry_bytes(loc), "{loc}");
+    }
+}
+
+#[sqlx::test]
+async fn the_schema_refuses_what_no_sitemap_may_hold(pool: PgPool) {
+    let long = format!("{BASE_URL}{}", "a".repeat(2049 - BASE_URL.len()));
+    for (columns, values, constraint) in [
+        ("loc", "'ftp://www.example.com/x'", "sitemap_urls_loc_url"),
+        ("loc", "'www.example.com/x'", "sitemap_urls_loc_url"),
+        ("loc", "'https:///no-host'", "sitemap_urls_loc_url"),
+        (
+            "loc",
+            "'https://www.example.com/a b'",
+            "sitemap_urls_loc_url",
+        ),
+        (
+            "loc",
+            "E'https://www.example.com/\\x01'",
+            "sitemap_urls_loc_url",
+        ),
+        (
+            "loc",
+            "E'https://www.example.com/\\n'",
+            "sitemap_urls_loc_url",
+        ),
+        ("loc", &format!("'{long}'"), "sitemap_urls_loc_url"),
+        (
+            "loc, changefreq",
+            "'https://www.example.com/', 'sometimes'",
+            "sitemap_urls_changefreq_value",
+        ),
+        (
+            "loc, priority",
+            "'https://www.example.com/', 1.5",
+            "sitemap_urls_priority_range",
+        ),
+        (
+            "loc, priority",
+            "'https://www.example.com/', -0.1",
+            "sitemap_urls_priority_range",
+        ),
+        (
+            "loc, priority",
+            "'https://www.example.com/', 'NaN'",
+            "sitemap_urls_priority_range",
+        ),
+        (
+            "loc, section",
+            "'https://www.example.com/', 'My Section'",
+            "sitemap_urls_section_slug",
+        ),
+        (
+            "loc, section",
+            "'https://www.example.com/', 'a/b'",
+            "sitemap_urls_section_slug",
+        ),
+        (
+            "loc, site",
+            "'https://www.example.com/', ''",
+            "sitemap_urls_site_slug",
+        ),
+    ] {
+        let sql = format!("INSERT INTO sitemap_urls ({columns}) VALUES ({values})");
+        let error = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(&pool)
+            .await
+            .expect_err(&sql);
+        let constraint_hit = error
+            .as_database_error()
+            .and_then(|e| e.constraint().map(str::to_owned));
+        assert_eq!(
+            constraint_hit.as_deref(),
+            Some(constraint),
+            "{sql}: {error}"
+        );
+    }
+    let max = format!("{BASE_URL}{}", "a".repeat(2048 - BASE_URL.len()));
+    sqlx::query("INSERT INTO sitemap_urls (loc, priority, changefreq) VALUES ($1, 0, 'never'), ($2, 1, 'always')")
+        .bind(&max)
+        .bind(format!("{BASE_URL}edge"))
+        .execute(&pool)
+        .await
+        .expect("edge values are admitted");
+}
+
+#[sqlx::test]
+async fn updated_at_moves_on_real_changes_only(pool: PgPool) {
+    sqlx::query("INSERT INTO sitemap_urls (loc, updated_at) VALUES ($1, '2020-01-01 00:00+00')")
+        .bind(format!("{BASE_URL}x"))
+        .execute(&pool)
+        .await
+        .expect("insert");
+    let updated_at = || async {
+        sqlx::query_scalar::<_, time::OffsetDateTime>("SELECT updated_at FROM sitemap_urls")
+            .fetch_one(&pool)
+            .await
+            .expect("read")
+    };
+    sqlx::query("UPDATE sitemap_urls SET changefreq = NULL")
+        .execute(&pool)
+        .await
+        .expect("no-op update");
+    assert_eq!(updated_at().await.year(), 2020);
+    sqlx::query("UPDATE sitemap_urls SET changefreq = 'daily'")
+        .execute(&pool)
+        .await
+        .expect("update");
+    assert!(updated_at().await.year() > 2020);
+}
+
+#[sqlx::test]
+async fn row_ids_are_fixed(pool: PgPool) {
+    sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ($1)")
+        .bind(format!("{BASE_URL}x"))
+        .execute(&pool)
+        .await
+        .expect("insert");
+    let error = sqlx::query("UPDATE sitemap_urls SET id = id + 100")
+        .execute(&pool)
+        .await
+        .expect_err("ids are managed");
+    assert!(error.to_string().contains("cannot change"), "{error}");
+}
+
+#[sqlx::test]
+async fn truncate_empties_the_index(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "p", 5).await;
+    assert_eq!(app.index().await.len(), 1);
+    sqlx::query("TRUNCATE sitemap_urls")
+        .execute(&app.pool)
+        .await
+        .expect("truncate");
+    assert!(app.index().await.is_empty());
+    app.insert_urls("", "q", 2).await;
+    assert_eq!(app.served_locs().await, app.table_locs().await);
+}
+
+#[sqlx::test]
+async fn rows_copied_with_their_page_are_counted_and_kept_within_limits(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = 4).await;
+    app.insert_urls("", "p", 3).await;
+    // e.g. `INSERT … SELECT *` from a backup: pages come along, some overfull.
+    sqlx::query("INSERT INTO sitemap_urls (loc, page) SELECT $1 || 'copy' || g, 1 FROM generate_series(1, 3) g")
+        .bind(BASE_URL)
+        .execute(&app.pool)
+        .await
+        .expect("copy");
+    let pages = app.crawl().await;
+    assert_eq!(
+        pages.iter().map(|(_, l)| l.len()).collect::<Vec<_>>(),
+        [4, 2]
+    );
+    assert_eq!(app.served_locs().await, app.table_locs().await);
+}
