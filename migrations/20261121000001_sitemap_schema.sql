@@ -13,6 +13,14 @@
 --   time of the last change), so the index is read in O(pages) and never
 --   touches `sitemap_urls`.
 --
+-- Packing happens in a BEFORE row trigger, as each row arrives, so a row is
+-- written once. The state of the section being packed (its last page, that
+-- page's count and bytes) lives in a transaction-local setting while the
+-- statement runs; the section's row in `sitemap_sections` is locked, so
+-- concurrent writers of one section pack one after another. AFTER statement
+-- triggers then add each statement's net change to the page summaries in
+-- one aggregate pass.
+--
 -- Byte accounting reserves, per row, the largest `<url>` entry the row can
 -- render to (see `sitemap_entry_bytes`), so changing lastmod, changefreq or
 -- priority never pushes a page over the byte limit. A row whose loc, site or
@@ -74,9 +82,6 @@ CREATE TABLE sitemap_urls (
 
 -- A page is read as an ordered index range of its own rows: never OFFSET.
 CREATE INDEX sitemap_urls_page_idx ON sitemap_urls (site, section, page, id) WHERE page IS NOT NULL;
--- Rows waiting for a page: only ever the current statement's rows.
-CREATE INDEX sitemap_urls_pending_idx ON sitemap_urls (site, section, id)
-    WHERE page IS NULL AND skip_reason IS NULL;
 -- Rows left out, for counting them and for logging each once.
 CREATE INDEX sitemap_urls_skipped_idx ON sitemap_urls (site, skip_logged) WHERE skip_reason IS NOT NULL;
 
@@ -106,30 +111,28 @@ CREATE TABLE sitemap_pages (
 -- every optional element at its longest, around the loc as the writer emits
 -- it (non-ASCII percent-encoded as UTF-8, then the five XML entities escaped).
 -- The service's writer mirrors this and its tests hold the two equal.
+-- (Not STRICT, so PostgreSQL inlines it into the calling query.)
 CREATE FUNCTION sitemap_entry_bytes(loc text) RETURNS integer
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 SELECT 125 + octet_length(loc)
     + CASE WHEN octet_length(loc) = char_length(loc) THEN 0
            ELSE 2 * octet_length(regexp_replace(loc, '[\x01-\x7f]', '', 'g')) END
     + 4 * (char_length(loc) - char_length(replace(loc, '&', '')))
-    + 3 * (char_length(loc) - char_length(replace(loc, '<', '')))
-    + 3 * (char_length(loc) - char_length(replace(loc, '>', '')))
-    + 5 * (char_length(loc) - char_length(replace(loc, '"', '')))
-    + 5 * (char_length(loc) - char_length(replace(loc, '''', '')))
+    + 3 * (char_length(loc) - char_length(translate(loc, '<>', '')))
+    + 5 * (char_length(loc) - char_length(translate(loc, '"''', '')))
 $$;
 
 -- The protocol's location rule: a loc belongs to a site when it has the base
 -- URL's scheme and host (case-insensitively) and lies under its path, with no
 -- dot segment that could climb out of it.
 CREATE FUNCTION sitemap_loc_in_scope(loc text, origin text, path_prefix text) RETURNS boolean
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-SELECT coalesce((
-    SELECT lower(o) = origin
-        AND rest !~ '^[^?#]*/\.\.?([/?#]|$)'
-        AND (starts_with(rest, path_prefix) OR (path_prefix = '/' AND rest ~ '^($|[?#])'))
-    FROM (SELECT o, substr(loc, char_length(o) + 1) AS rest
-          FROM (SELECT substring(loc FROM '^[a-z]+://[^/?#]*') AS o) m) s
-), false)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT coalesce(
+    lower(substring(loc FROM '^[a-z]+://[^/?#]*')) = origin
+    AND substr(loc, char_length(origin) + 1) !~ '^[^?#]*/\.\.?([/?#]|$)'
+    AND (starts_with(substr(loc, char_length(origin) + 1), path_prefix)
+         OR (path_prefix = '/' AND substr(loc, char_length(origin) + 1) ~ '^($|[?#])')),
+    false)
 $$;
 
 -- Adds per-page deltas (URL count, bytes) to the summaries and moves each
@@ -180,7 +183,8 @@ END $$;
 
 -- Moves rows out of pages that exceed the limits, the rows named in `prefer`
 -- first and then the newest, just enough to bring each page back within them.
--- The moved rows are packed again at the end of their section.
+-- The moved rows are packed again at the end of their section (setting page
+-- to NULL sends a row back to be packed).
 CREATE FUNCTION sitemap_evict_overflow(prefer bigint[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -198,7 +202,7 @@ BEGIN
             JOIN sitemap_urls v ON v.site = p.site AND v.section = p.section AND v.page = p.page
             WHERE p.url_count > cfg.max_urls OR p.bytes > cfg.entry_budget
             WINDOW w AS (PARTITION BY p.site, p.section, p.page
-                         ORDER BY coalesce(v.id = ANY (prefer), false) DESC, v.id DESC)
+                         ORDER BY coalesce(v.id IN (SELECT unnest(prefer)), false) DESC, v.id DESC)
         ) r
         WHERE r.url_count - r.moved_before > cfg.max_urls
            OR r.bytes - r.moved_bytes_before > cfg.entry_budget
@@ -206,85 +210,132 @@ BEGIN
     WHERE u.id = victims.id;
 END $$;
 
--- Gives every row waiting for a page (page IS NULL, not skipped) its page:
--- the last page of its section while it has room, else a new one. Rows that
--- cannot be served (site not configured, loc outside the base URL) are marked
--- with the reason instead.
-CREATE FUNCTION sitemap_assign_pending() RETURNS void
+-- The setting that holds a section's packing state during a statement.
+CREATE FUNCTION sitemap_tail_setting(site text, section text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT 'sitemapd.tail_' || md5(site || '/' || section)
+$$;
+
+-- Gives a row arriving without a page its page: the last page of its section
+-- while that has room, else a new one. A row that cannot be served (site not
+-- configured, loc outside the base URL) gets a skip_reason instead.
+CREATE FUNCTION sitemap_pack(row_in sitemap_urls) RETURNS sitemap_urls
 LANGUAGE plpgsql AS $$
 DECLARE
-    cfg sitemap_settings;
-    r record;
-    cur_site text;
-    cur_section text;
+    setting text := sitemap_tail_setting(row_in.site, row_in.section);
+    -- page, url_count, bytes, max_urls, entry_budget, origin, path_prefix
+    state text[] := string_to_array(current_setting(setting, true), E'\x1f');
     tail integer;
     tail_count bigint;
     tail_bytes bigint;
-    ids bigint[] := '{}';
-    pages integer[] := '{}';
-    reasons text[] := '{}';
+    max_urls integer;
+    budget bigint;
+    origin text;
+    prefix text;
+    size integer;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM sitemap_urls WHERE page IS NULL AND skip_reason IS NULL) THEN
-        RETURN;
+    row_in.page := NULL;
+    row_in.skip_reason := NULL;
+    IF cardinality(state) IS DISTINCT FROM 7 THEN
+        SELECT s.origin, s.path_prefix INTO origin, prefix FROM sitemap_sites s WHERE s.site = row_in.site;
+        IF NOT FOUND THEN
+            row_in.skip_reason := 'site not configured';
+            RETURN row_in;
+        END IF;
+        SELECT c.max_urls, c.entry_budget INTO max_urls, budget FROM sitemap_settings c;
+        INSERT INTO sitemap_sections (site, section) VALUES (row_in.site, row_in.section) ON CONFLICT DO NOTHING;
+        PERFORM 1 FROM sitemap_sections
+        WHERE sitemap_sections.site = row_in.site AND sitemap_sections.section = row_in.section
+        FOR UPDATE;
+        SELECT p.page, p.url_count, p.bytes INTO tail, tail_count, tail_bytes
+        FROM sitemap_pages p
+        WHERE p.site = row_in.site AND p.section = row_in.section
+        ORDER BY p.page DESC
+        LIMIT 1;
+        IF NOT FOUND THEN
+            tail := 1;
+            tail_count := 0;
+            tail_bytes := 0;
+        END IF;
+    ELSE
+        tail := state[1]::integer;
+        tail_count := state[2]::bigint;
+        tail_bytes := state[3]::bigint;
+        max_urls := state[4]::integer;
+        budget := state[5]::bigint;
+        origin := state[6];
+        prefix := state[7];
     END IF;
-    SELECT * INTO cfg FROM sitemap_settings;
-    FOR r IN
-        SELECT u.id, u.site, u.section, sitemap_entry_bytes(u.loc) AS bytes,
-               CASE WHEN s.site IS NULL THEN 'site not configured'
-                    WHEN NOT sitemap_loc_in_scope(u.loc, s.origin, s.path_prefix)
-                        THEN 'loc outside the site''s base URL ' || s.origin || s.path_prefix
-               END AS skip
-        FROM sitemap_urls u
-        LEFT JOIN sitemap_sites s ON s.site = u.site
-        WHERE u.page IS NULL AND u.skip_reason IS NULL
-        ORDER BY u.site, u.section, u.id
-    LOOP
-        IF r.skip IS NOT NULL THEN
-            ids := ids || r.id;
-            pages := pages || NULL::integer;
-            reasons := reasons || r.skip;
-            CONTINUE;
-        END IF;
-        IF cur_site IS DISTINCT FROM r.site OR cur_section IS DISTINCT FROM r.section THEN
-            cur_site := r.site;
-            cur_section := r.section;
-            INSERT INTO sitemap_sections (site, section) VALUES (r.site, r.section) ON CONFLICT DO NOTHING;
-            PERFORM 1 FROM sitemap_sections WHERE site = r.site AND section = r.section FOR UPDATE;
-            SELECT p.page, p.url_count, p.bytes INTO tail, tail_count, tail_bytes
-            FROM sitemap_pages p
-            WHERE p.site = r.site AND p.section = r.section
-            ORDER BY p.page DESC
-            LIMIT 1;
-            IF NOT FOUND THEN
-                tail := 1;
-                tail_count := 0;
-                tail_bytes := 0;
-            END IF;
-        END IF;
-        IF tail_count >= cfg.max_urls OR tail_bytes + r.bytes > cfg.entry_budget THEN
+    IF NOT sitemap_loc_in_scope(row_in.loc, origin, prefix) THEN
+        row_in.skip_reason := 'loc outside the site''s base URL ' || origin || prefix;
+    ELSE
+        size := sitemap_entry_bytes(row_in.loc);
+        IF tail_count >= max_urls OR tail_bytes + size > budget THEN
             tail := tail + 1;
             tail_count := 0;
             tail_bytes := 0;
         END IF;
         tail_count := tail_count + 1;
-        tail_bytes := tail_bytes + r.bytes;
-        ids := ids || r.id;
-        pages := pages || tail;
-        reasons := reasons || NULL::text;
-    END LOOP;
-    -- one statement, so the trigger it fires finds nothing left to do
-    IF cardinality(ids) > 0 THEN
-        UPDATE sitemap_urls u SET page = a.page, skip_reason = a.reason
-        FROM unnest(ids, pages, reasons) AS a(id, page, reason)
-        WHERE u.id = a.id;
+        tail_bytes := tail_bytes + size;
+        row_in.page := tail;
     END IF;
+    PERFORM set_config(setting,
+        array_to_string(ARRAY[tail::text, tail_count::text, tail_bytes::text, max_urls::text, budget::text, origin, prefix],
+                        E'\x1f'),
+        true);
+    RETURN row_in;
+END $$;
+
+CREATE FUNCTION sitemap_urls_before_insert() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.skip_logged := false;
+    -- A row that arrives with a page (a copy from a backup, say) is counted
+    -- where it claims to be; the statement's AFTER trigger keeps its page
+    -- within the limits.
+    IF NEW.page IS NOT NULL THEN
+        NEW.skip_reason := NULL;
+        RETURN NEW;
+    END IF;
+    -- An upsert that meets an existing row goes on as an UPDATE of that row:
+    -- reserve no room for it.
+    IF EXISTS (SELECT 1 FROM sitemap_urls u WHERE u.site = NEW.site AND u.loc = NEW.loc) THEN
+        RETURN NEW;
+    END IF;
+    RETURN sitemap_pack(NEW);
+END $$;
+
+-- Keeps updated_at current, keeps ids fixed, and packs again a row whose
+-- identity changed (loc, site or section: a different URL) or that was sent
+-- back to be packed (page and skip_reason both NULL).
+CREATE FUNCTION sitemap_urls_before_update() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.id <> OLD.id THEN
+        RAISE EXCEPTION 'sitemap_urls.id is managed by sitemapd and cannot change (row %)', OLD.id;
+    END IF;
+    IF (NEW.site, NEW.section, NEW.loc, NEW.lastmod, NEW.changefreq, NEW.priority)
+        IS DISTINCT FROM (OLD.site, OLD.section, OLD.loc, OLD.lastmod, OLD.changefreq, OLD.priority)
+    THEN
+        IF NEW.updated_at IS NOT DISTINCT FROM OLD.updated_at THEN
+            NEW.updated_at := now();
+        END IF;
+        IF (NEW.site, NEW.section, NEW.loc) IS DISTINCT FROM (OLD.site, OLD.section, OLD.loc) THEN
+            NEW.skip_logged := false;
+            RETURN sitemap_pack(NEW);
+        END IF;
+    END IF;
+    IF NEW.page IS NULL AND NEW.skip_reason IS NULL THEN
+        RETURN sitemap_pack(NEW);
+    END IF;
+    RETURN NEW;
 END $$;
 
 CREATE FUNCTION sitemap_urls_after_insert() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    -- rows that arrive with a page already set (a copy from another table,
-    -- say) are counted where they claim to be, within the limits
+    PERFORM set_config(sitemap_tail_setting(site, section), '', true)
+    FROM (SELECT DISTINCT site, section FROM new_rows) s;
     IF (SELECT sitemap_apply_deltas(array_agg(site), array_agg(section), array_agg(page), array_agg(n), array_agg(b))
         FROM (SELECT site, section, page, count(*) AS n, sum(sitemap_entry_bytes(loc))::bigint AS b
               FROM new_rows WHERE page IS NOT NULL
@@ -292,34 +343,34 @@ BEGIN
     THEN
         PERFORM sitemap_evict_overflow((SELECT array_agg(id) FROM new_rows));
     END IF;
-    PERFORM sitemap_assign_pending();
     RETURN NULL;
 END $$;
 
+-- Rows whose served content or place did not change cancel out of the two
+-- set differences, so an UPDATE that changes nothing touches no page.
 CREATE FUNCTION sitemap_urls_after_update() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    PERFORM set_config(sitemap_tail_setting(site, section), '', true)
+    FROM (SELECT DISTINCT site, section FROM new_rows) s;
     IF (SELECT sitemap_apply_deltas(array_agg(site), array_agg(section), array_agg(page), array_agg(n), array_agg(b))
         FROM (SELECT site, section, page, sum(n)::bigint AS n, sum(b)::bigint AS b
-              FROM (SELECT o.site, o.section, o.page, -1 AS n, -sitemap_entry_bytes(o.loc) AS b
-                    FROM old_rows o JOIN new_rows n ON n.id = o.id
-                    WHERE o.page IS NOT NULL
-                      AND (o.site, o.section, o.page, o.loc, o.lastmod, o.changefreq, o.priority, o.updated_at)
-                          IS DISTINCT FROM
-                          (n.site, n.section, n.page, n.loc, n.lastmod, n.changefreq, n.priority, n.updated_at)
+              FROM (SELECT site, section, page, 1 AS n, sitemap_entry_bytes(loc) AS b
+                    FROM (SELECT id, site, section, page, loc, lastmod, changefreq, priority, updated_at FROM new_rows
+                          EXCEPT
+                          SELECT id, site, section, page, loc, lastmod, changefreq, priority, updated_at FROM old_rows) added
+                    WHERE page IS NOT NULL
                     UNION ALL
-                    SELECT n.site, n.section, n.page, 1, sitemap_entry_bytes(n.loc)
-                    FROM old_rows o JOIN new_rows n ON n.id = o.id
-                    WHERE n.page IS NOT NULL
-                      AND (o.site, o.section, o.page, o.loc, o.lastmod, o.changefreq, o.priority, o.updated_at)
-                          IS DISTINCT FROM
-                          (n.site, n.section, n.page, n.loc, n.lastmod, n.changefreq, n.priority, n.updated_at)
+                    SELECT site, section, page, -1, -sitemap_entry_bytes(loc)
+                    FROM (SELECT id, site, section, page, loc, lastmod, changefreq, priority, updated_at FROM old_rows
+                          EXCEPT
+                          SELECT id, site, section, page, loc, lastmod, changefreq, priority, updated_at FROM new_rows) removed
+                    WHERE page IS NOT NULL
                    ) x
               GROUP BY site, section, page) d)
     THEN
         PERFORM sitemap_evict_overflow((SELECT array_agg(id) FROM new_rows));
     END IF;
-    PERFORM sitemap_assign_pending();
     RETURN NULL;
 END $$;
 
@@ -342,29 +393,8 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- Keeps updated_at current, guards the internal columns' meaning, and sends a
--- row whose identity changed (loc, site or section) to be packed again.
-CREATE FUNCTION sitemap_urls_before_update() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.id <> OLD.id THEN
-        RAISE EXCEPTION 'sitemap_urls.id is managed by sitemapd and cannot change (row %)', OLD.id;
-    END IF;
-    IF (NEW.site, NEW.section, NEW.loc, NEW.lastmod, NEW.changefreq, NEW.priority)
-        IS DISTINCT FROM (OLD.site, OLD.section, OLD.loc, OLD.lastmod, OLD.changefreq, OLD.priority)
-    THEN
-        IF NEW.updated_at IS NOT DISTINCT FROM OLD.updated_at THEN
-            NEW.updated_at := now();
-        END IF;
-        IF (NEW.site, NEW.section, NEW.loc) IS DISTINCT FROM (OLD.site, OLD.section, OLD.loc) THEN
-            NEW.page := NULL;
-            NEW.skip_reason := NULL;
-            NEW.skip_logged := false;
-        END IF;
-    END IF;
-    RETURN NEW;
-END $$;
-
+CREATE TRIGGER sitemap_urls_before_insert BEFORE INSERT ON sitemap_urls
+    FOR EACH ROW EXECUTE FUNCTION sitemap_urls_before_insert();
 CREATE TRIGGER sitemap_urls_before_update BEFORE UPDATE ON sitemap_urls
     FOR EACH ROW EXECUTE FUNCTION sitemap_urls_before_update();
 CREATE TRIGGER sitemap_urls_after_insert AFTER INSERT ON sitemap_urls
