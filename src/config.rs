@@ -22,8 +22,9 @@ const DEFAULTS: &str = include_str!("../config/default.toml");
 /// A configuration problem, naming the key at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A value of the wrong type, an unknown key, an unreadable file.
     #[error("configuration: {0}")]
-    Load(#[from] Box<figment::Error>),
+    Load(Box<figment::Error>),
     #[error("configuration key `{key}` = {value:?}: expected {expected}")]
     Invalid {
         key: &'static str,
@@ -125,7 +126,7 @@ impl Settings {
     }
 
     fn from_figment(figment: Figment) -> Result<Settings, Error> {
-        let settings: Settings = figment.extract().map_err(Box::new)?;
+        let settings: Settings = figment.extract().map_err(|e| Error::Load(Box::new(e)))?;
         settings.validate()?;
         Ok(settings)
     }

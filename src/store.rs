@@ -18,12 +18,27 @@ use time::OffsetDateTime;
 use crate::config::{Settings, Site};
 
 /// A database failure. Before a response's first byte it becomes a `503`.
+///
+/// The message carries the cause's own text (so one log field says it all);
+/// the cause is not also chained as a source, which would print it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     #[error("migrating the database: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Migrate(sqlx::migrate::MigrateError),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(error: sqlx::Error) -> Self {
+        Error::Database(error)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(error: sqlx::migrate::MigrateError) -> Self {
+        Error::Migrate(error)
+    }
 }
 
 /// Handle to the database; cheap to clone (it shares one pool).

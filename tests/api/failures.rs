@@ -138,3 +138,41 @@ async fn a_failure_after_the_first_byte_aborts_the_connection(pool: PgPool) {
         }
     }
 }
+
+#[sqlx::test]
+async fn a_slow_client_holds_no_database_connection(pool: PgPool) {
+    // One connection in all: if a download held it, nothing else could run.
+    let single = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(std::time::Duration::from_secs(5))
+        .connect_with(pool.connect_options().as_ref().clone())
+        .await
+        .expect("one-connection pool");
+    let app = TestApp::spawn_with(single, |s| s.max_urls = 20_000).await;
+    sqlx::query(
+        "INSERT INTO sitemap_urls (loc)
+         SELECT $1 || md5(g::text) || '/' || md5((-g)::text) FROM generate_series(1, 20000) g",
+    )
+    .bind(BASE_URL)
+    .execute(&app.pool)
+    .await
+    .expect("a page of several megabytes");
+
+    // A crawler that takes the first chunk of the page, then stalls.
+    let stalled = app.get("/sitemap-1.xml").await;
+    assert_eq!(stalled.status(), 200);
+    let mut body = stalled.bytes_stream();
+    let first = body.next().await.expect("a first chunk").expect("bytes");
+    assert!(!first.is_empty());
+
+    // Meanwhile the one connection serves everyone else.
+    assert_eq!(app.get("/readyz").await.status(), 200);
+    assert_eq!(app.index().await.len(), 1);
+
+    // And the stalled download still completes whole.
+    let mut rest = first.to_vec();
+    while let Some(chunk) = body.next().await {
+        rest.extend_from_slice(&chunk.expect("the rest of the page"));
+    }
+    assert!(String::from_utf8_lossy(&rest).ends_with("</urlset>\n"));
+}
