@@ -6,9 +6,10 @@
 //! message naming the key, the value and what is expected, rather than
 //! surfacing as a wrong sitemap later.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
@@ -43,6 +44,17 @@ pub struct Settings {
     pub listen: SocketAddr,
     pub site: String,
     pub base_url: String,
+    /// The primary site's robots.txt, as text or from a file (not both).
+    #[serde(default)]
+    pub robots_txt: Option<String>,
+    #[serde(default)]
+    pub robots_file: Option<PathBuf>,
+    /// More sites, by name (the rows' `site` column).
+    #[serde(default)]
+    pub sites: BTreeMap<String, SiteSettings>,
+    pub strict_host: bool,
+    pub proxy_strips_prefix: bool,
+    pub cache_max_age_seconds: u32,
     pub max_urls: u32,
     pub max_bytes: u64,
     pub lastmod_fallback: bool,
@@ -50,6 +62,17 @@ pub struct Settings {
     pub retry_after_seconds: u32,
     pub skip_report_interval_ms: u64,
     pub log_format: LogFormat,
+}
+
+/// One more site, beside the primary one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteSettings {
+    pub base_url: String,
+    #[serde(default)]
+    pub robots_txt: Option<String>,
+    #[serde(default)]
+    pub robots_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -94,7 +117,7 @@ impl fmt::Debug for DatabaseUrl {
     }
 }
 
-/// A site as the service serves it: derived from `site` and `base_url`.
+/// A site as the service serves it, derived from its settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Site {
     pub name: String,
@@ -102,8 +125,12 @@ pub struct Site {
     pub base_url: String,
     /// Lower-case `scheme://host[:port]`.
     pub origin: String,
+    /// Lower-case host name (no port): what requests are routed by.
+    pub host: String,
     /// The base URL's path, starting and ending with `/`.
     pub path_prefix: String,
+    /// The operator's robots.txt for this site's host, if configured.
+    pub robots_txt: Option<String>,
 }
 
 impl Settings {
@@ -113,9 +140,11 @@ impl Settings {
         if let Some(file) = file {
             figment = figment.merge(Toml::file_exact(file));
         }
-        let figment = figment
-            .merge(Env::raw().only(&["DATABASE_URL"]))
-            .merge(Env::prefixed("SITEMAPD_").ignore(&["CONFIG_FILE"]));
+        let figment = figment.merge(Env::raw().only(&["DATABASE_URL"])).merge(
+            Env::prefixed("SITEMAPD_")
+                .ignore(&["CONFIG_FILE"])
+                .split("__"),
+        );
         Self::from_figment(figment)
     }
 
@@ -139,13 +168,9 @@ impl Settings {
             expected,
         };
         if !is_section_slug(&self.site) {
-            return Err(invalid(
-                "site",
-                &self.site,
-                "a slug: lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64".into(),
-            ));
+            return Err(invalid("site", &self.site, format!("a slug: {SLUG_RULE}")));
         }
-        self.site_config()?;
+        self.sites()?;
         if !(1..=sitemap::PROTOCOL_MAX_URLS).contains(&self.max_urls) {
             return Err(invalid(
                 "max_urls",
@@ -191,40 +216,121 @@ impl Settings {
         Ok(())
     }
 
-    /// The configured site, with its base URL split as the schema stores it.
-    pub fn site_config(&self) -> Result<Site, Error> {
-        let invalid = |expected: &str| Error::Invalid {
-            key: "base_url",
-            value: self.base_url.clone(),
-            expected: expected.to_owned(),
-        };
-        let url =
-            Url::parse(&self.base_url).map_err(|e| invalid(&format!("an absolute URL ({e})")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(invalid("an http:// or https:// URL"));
+    /// Every configured site, the primary one first, each checked: names
+    /// are slugs and distinct, base URLs valid, robots files readable, and no
+    /// two sites that requests could not tell apart.
+    pub fn sites(&self) -> Result<Vec<Site>, Error> {
+        let mut sites = vec![site(
+            &self.site,
+            "base_url",
+            &self.base_url,
+            "robots_txt",
+            self.robots_txt.as_deref(),
+            self.robots_file.as_deref(),
+        )?];
+        for (name, extra) in &self.sites {
+            if !is_section_slug(name) {
+                return Err(Error::Invalid {
+                    key: "sites",
+                    value: name.clone(),
+                    expected: format!("site names that are slugs ({SLUG_RULE})"),
+                });
+            }
+            sites.push(site(
+                name,
+                "sites.*.base_url",
+                &extra.base_url,
+                "sites.*.robots_txt",
+                extra.robots_txt.as_deref(),
+                extra.robots_file.as_deref(),
+            )?);
         }
-        if url.host().is_none() {
-            return Err(invalid("a URL with a host"));
+        for (i, a) in sites.iter().enumerate() {
+            for b in &sites[i + 1..] {
+                let clash = if a.name == b.name {
+                    Some("two sites share the name")
+                } else if a.host == b.host && a.path_prefix == b.path_prefix {
+                    Some("two sites share host and path")
+                } else if a.host == b.host && self.proxy_strips_prefix {
+                    Some("with proxy_strips_prefix, sites on one host cannot be told apart")
+                } else {
+                    None
+                };
+                if let Some(clash) = clash {
+                    return Err(Error::Invalid {
+                        key: "sites",
+                        value: format!(
+                            "{} ({}) and {} ({})",
+                            a.name, a.base_url, b.name, b.base_url
+                        ),
+                        expected: format!("sites requests can tell apart: {clash}"),
+                    });
+                }
+            }
         }
-        if url.query().is_some()
-            || url.fragment().is_some()
-            || !url.username().is_empty()
-            || url.password().is_some()
-        {
-            return Err(invalid("a URL without query, fragment or credentials"));
-        }
-        let mut path_prefix = url.path().to_owned();
-        if !path_prefix.ends_with('/') {
-            path_prefix.push('/');
-        }
-        let origin = url.origin().ascii_serialization();
-        Ok(Site {
-            name: self.site.clone(),
-            base_url: format!("{origin}{path_prefix}"),
-            origin,
-            path_prefix,
-        })
+        Ok(sites)
     }
+}
+
+const SLUG_RULE: &str =
+    "lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64";
+
+fn site(
+    name: &str,
+    key: &'static str,
+    base_url: &str,
+    robots_key: &'static str,
+    robots_txt: Option<&str>,
+    robots_file: Option<&Path>,
+) -> Result<Site, Error> {
+    let invalid = |expected: &str| Error::Invalid {
+        key,
+        value: base_url.to_owned(),
+        expected: expected.to_owned(),
+    };
+    let url = Url::parse(base_url).map_err(|e| invalid(&format!("an absolute URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("an http:// or https:// URL"));
+    }
+    let Some(host) = url.host_str() else {
+        return Err(invalid("a URL with a host"));
+    };
+    if url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(invalid("a URL without query, fragment or credentials"));
+    }
+    let mut path_prefix = url.path().to_owned();
+    if !path_prefix.ends_with('/') {
+        path_prefix.push('/');
+    }
+    let robots_txt = match (robots_txt, robots_file) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Invalid {
+                key: robots_key,
+                value: name.to_owned(),
+                expected: "robots_txt or robots_file, not both".into(),
+            });
+        }
+        (Some(text), None) => Some(text.to_owned()),
+        (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| Error::Invalid {
+            key: "robots_file",
+            value: path.display().to_string(),
+            expected: format!("a readable UTF-8 file ({e})"),
+        })?),
+        (None, None) => None,
+    };
+    let origin = url.origin().ascii_serialization();
+    Ok(Site {
+        name: name.to_owned(),
+        base_url: format!("{origin}{path_prefix}"),
+        host: host.to_ascii_lowercase(),
+        origin,
+        path_prefix,
+        robots_txt,
+    })
 }
 
 #[cfg(test)]
@@ -247,7 +353,7 @@ mod tests {
             settings.database_url.expose(),
             "postgres://postgres@127.0.0.1:5432/sitemapd"
         );
-        let site = settings.site_config().expect("valid");
+        let site = &settings.sites().expect("valid")[0];
         assert_eq!(site.base_url, "http://localhost:8080/");
         assert_eq!(
             (site.origin.as_str(), site.path_prefix.as_str()),
@@ -259,8 +365,9 @@ mod tests {
     fn base_url_path_gets_a_trailing_slash_and_host_is_lowered() {
         let site = with("base_url", "https://Example.COM:443/shop")
             .expect("valid")
-            .site_config()
-            .expect("valid");
+            .sites()
+            .expect("valid")
+            .remove(0);
         assert_eq!(site.base_url, "https://example.com/shop/");
         assert_eq!(site.path_prefix, "/shop/");
     }

@@ -51,17 +51,19 @@ pub enum StartError {
     Store(#[from] store::Error),
 }
 
-/// Applies the settings to the schema (page limits, the site's base URL) and
+/// Applies the settings to the schema (page limits, the sites' base URLs) and
 /// builds the state the routes share.
 pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, StartError> {
-    let site = settings.site_config()?;
+    let sites = settings.sites()?;
     let entry_budget = settings.max_bytes - sitemap::DOCUMENT_RESERVE;
     store
-        .configure(&site, settings.max_urls, entry_budget)
+        .configure(&sites, settings.max_urls, entry_budget)
         .await?;
     Ok(AppState::new(http::App {
         store,
-        site,
+        sites: http::Sites::new(sites, settings.strict_host, settings.proxy_strips_prefix),
+        cache_max_age: settings.cache_max_age_seconds,
+        page_fingerprint: http::page_fingerprint(settings),
         render: RenderOptions {
             max_urls: settings.max_urls,
             max_bytes: settings.max_bytes,

@@ -27,11 +27,16 @@ enum Command {
     Serve,
     /// Create the database if missing, apply migrations and configuration, exit.
     Migrate,
-    /// Fill the table with realistic synthetic URLs under the configured site.
+    /// Print the robots.txt lines that make crawlers find every site's index.
+    Robots,
+    /// Fill the table with realistic synthetic URLs under a configured site.
     Demo {
         /// How many URLs to add.
         #[arg(long)]
         urls: u64,
+        /// Which site (default: the primary one).
+        #[arg(long)]
+        site: Option<String>,
         /// Sections to spread them over, comma-separated (default section if none).
         #[arg(long, value_delimiter = ',', value_parser = parse_section)]
         sections: Vec<String>,
@@ -52,27 +57,46 @@ async fn main() -> anyhow::Result<()> {
     let settings = Settings::load(cli.config.as_deref())?;
     sitemapd::telemetry::init(settings.log_format);
 
-    let store = Store::connect(&settings)
-        .await
-        .with_context(|| format!("connecting to {}", settings.database_url.redacted()))?;
-    store.migrate().await?;
-    let state = sitemapd::prepare(store.clone(), &settings).await?;
-
     match cli.command {
+        Command::Robots => {
+            for site in settings.sites()? {
+                println!("{}", sitemapd::http::sitemap_line(&site));
+            }
+        }
         Command::Serve => {
+            let (_, state) = connect(&settings).await?;
             let listener = TcpListener::bind(settings.listen)
                 .await
                 .with_context(|| format!("listening on {}", settings.listen))?;
-            tracing::info!(
-                listen = %listener.local_addr()?,
-                index = %format!("{}sitemap_index.xml", state.site.base_url),
-                "serving sitemaps"
-            );
+            for site in state.sites.all() {
+                tracing::info!(
+                    listen = %listener.local_addr()?,
+                    site = %site.name,
+                    index = %format!("{}sitemap_index.xml", site.base_url),
+                    "serving sitemaps"
+                );
+            }
             sitemapd::serve(listener, state, shutdown_signal()).await?;
         }
-        Command::Migrate => tracing::info!("database migrated and configured"),
-        Command::Demo { urls, sections } => {
-            let seeded = sitemapd::demo::seed(&store, &state.site, &sections, urls, |rows| {
+        Command::Migrate => {
+            connect(&settings).await?;
+            tracing::info!("database migrated and configured");
+        }
+        Command::Demo {
+            urls,
+            site,
+            sections,
+        } => {
+            let (store, state) = connect(&settings).await?;
+            let sites = state.sites.all();
+            let site = match site {
+                None => &sites[0],
+                Some(name) => sites
+                    .iter()
+                    .find(|s| s.name == name)
+                    .with_context(|| format!("--site {name}: no such site in the configuration"))?,
+            };
+            let seeded = sitemapd::demo::seed(&store, site, &sections, urls, |rows| {
                 tracing::info!(rows, "demo rows written");
             })
             .await?;
@@ -86,6 +110,17 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Connects (creating the database if missing), migrates, and applies the
+/// configuration to the schema.
+async fn connect(settings: &Settings) -> anyhow::Result<(Store, sitemapd::AppState)> {
+    let store = Store::connect(settings)
+        .await
+        .with_context(|| format!("connecting to {}", settings.database_url.redacted()))?;
+    store.migrate().await?;
+    let state = sitemapd::prepare(store.clone(), settings).await?;
+    Ok((store, state))
 }
 
 /// Resolves on Ctrl-C or SIGTERM (what container runtimes send).

@@ -47,11 +47,13 @@ pub struct Store {
     pool: PgPool,
 }
 
-/// One `<sitemap>` of the index: a non-empty page and when it last changed.
+/// A page of a site as the summaries have it: the index lists the non-empty
+/// ones, and the newest change among all of them versions the index.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct IndexEntry {
     pub section: String,
     pub page: i32,
+    pub url_count: i32,
     pub lastmod: OffsetDateTime,
 }
 
@@ -127,7 +129,7 @@ impl Store {
     /// starting at once.
     pub async fn configure(
         &self,
-        site: &Site,
+        sites: &[Site],
         max_urls: u32,
         entry_budget: u64,
     ) -> Result<(), Error> {
@@ -140,12 +142,14 @@ impl Store {
             .bind(i64::try_from(entry_budget).unwrap_or(i64::MAX))
             .execute(&mut *tx)
             .await?;
-        sqlx::query("SELECT sitemap_configure_site($1, $2, $3)")
-            .bind(&site.name)
-            .bind(&site.origin)
-            .bind(&site.path_prefix)
-            .execute(&mut *tx)
-            .await?;
+        for site in sites {
+            sqlx::query("SELECT sitemap_configure_site($1, $2, $3)")
+                .bind(&site.name)
+                .bind(&site.origin)
+                .bind(&site.path_prefix)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -156,11 +160,11 @@ impl Store {
         Ok(())
     }
 
-    /// The non-empty pages of a site, in the order the index lists them.
+    /// Every page of a site, emptied ones included, in index order.
     pub async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
         Ok(sqlx::query_as(
-            "SELECT section, page, lastmod FROM sitemap_pages
-             WHERE site = $1 AND url_count > 0
+            "SELECT section, page, url_count, lastmod FROM sitemap_pages
+             WHERE site = $1
              ORDER BY section, page",
         )
         .bind(site)

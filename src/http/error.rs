@@ -15,6 +15,8 @@ use crate::store;
 pub enum HttpError {
     #[error("not found")]
     NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
     #[error(transparent)]
     Store(#[from] store::Error),
     #[error(transparent)]
@@ -25,6 +27,12 @@ impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         match self {
             HttpError::NotFound => (StatusCode::NOT_FOUND, "not found\n").into_response(),
+            HttpError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(header::ALLOW, HeaderValue::from_static("GET, HEAD"))],
+                "only GET and HEAD\n",
+            )
+                .into_response(),
             HttpError::Store(error) => unavailable(&error),
             HttpError::Render(error) => unavailable(&error),
         }

@@ -4,9 +4,11 @@
 //! body. Absolute URLs come from the configured base URL only; nothing in a
 //! request (`Host`, `X-Forwarded-*`) reaches them.
 
+mod caching;
 mod error;
 mod health;
 mod sitemaps;
+mod sites;
 
 use std::sync::Arc;
 
@@ -18,8 +20,9 @@ use axum::routing::get;
 use tower_http::trace::TraceLayer;
 
 pub use error::HttpError;
+pub use sitemaps::{robots_txt, sitemap_line};
+pub use sites::Sites;
 
-use crate::config::Site;
 use crate::render::{RenderOptions, SkipLog};
 use crate::store::Store;
 
@@ -30,8 +33,12 @@ pub struct AppState(Arc<App>);
 #[derive(Debug)]
 pub struct App {
     pub store: Store,
-    pub site: Site,
+    pub sites: Sites,
     pub render: RenderOptions,
+    /// Digest of the settings that shape a page's bytes, for its ETag.
+    pub page_fingerprint: String,
+    /// `Cache-Control: public, max-age=` of sitemap documents, in seconds.
+    pub cache_max_age: u32,
     /// Sent with every `503`: when a crawler should come back.
     pub retry_after: HeaderValue,
     /// How often rows left out of the sitemaps are looked for and logged.
@@ -56,20 +63,40 @@ impl std::ops::Deref for AppState {
 /// The service's routes with their shared layers.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/sitemap_index.xml", get(sitemaps::index))
-        .route("/{file}", get(sitemaps::page))
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
-        .fallback(|| async { HttpError::NotFound })
-        .layer(axum::middleware::map_response_with_state(state.clone(), add_retry_after))
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let route = request
-                .extensions()
-                .get::<MatchedPath>()
-                .map_or("<unmatched>", MatchedPath::as_str);
-            tracing::info_span!("request", method = %request.method(), route, path = %request.uri().path())
-        }))
+        .fallback(sitemaps::dispatch)
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            add_retry_after,
+        ))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                // Sitemap routes are resolved by site inside the handler, which
+                // records the route template then.
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(MatchedPath::as_str);
+                tracing::info_span!(
+                    "request",
+                    method = %request.method(),
+                    route = route.map(tracing::field::display),
+                    path = %request.uri().path()
+                )
+            }),
+        )
         .with_state(state)
+}
+
+/// What shapes a page's bytes besides its rows, digested for its ETag.
+pub fn page_fingerprint(settings: &crate::config::Settings) -> String {
+    caching::fingerprint(&[
+        &settings.gzip_level.to_string(),
+        &settings.lastmod_fallback.to_string(),
+        &settings.max_urls.to_string(),
+        &settings.max_bytes.to_string(),
+    ])
 }
 
 async fn add_retry_after(State(state): State<AppState>, mut response: Response) -> Response {

@@ -1,30 +1,76 @@
-//! `GET`/`HEAD` of the sitemap index and of each page.
+//! `GET`/`HEAD` of each site's sitemap index and pages, and of each host's
+//! robots.txt, with the validators crawlers revalidate by.
 
 use std::convert::Infallible;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderName, HeaderValue, Method, Uri, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use time::OffsetDateTime;
 
+use super::caching::{Validators, fingerprint};
+use super::sites::request_host;
 use super::{AppState, HttpError};
+use crate::config::Site;
 use crate::render::{PageRequest, render_page};
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 
 const XML: HeaderValue = HeaderValue::from_static("application/xml; charset=utf-8");
 const GZIP: HeaderValue = HeaderValue::from_static("application/gzip");
+const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 const X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
 /// Keeps sitemap documents themselves out of search results.
 const NOINDEX: HeaderValue = HeaderValue::from_static("noindex");
 
-/// `/sitemap_index.xml`: one entry per non-empty page, from the summaries
+/// Every request that is not a health check: routed to a site by `Host` and
+/// path, then to its index, one of its pages, or the host's robots.txt. The
+/// path is used raw, not percent-decoded, so each document has one URL.
+pub async fn dispatch(
+    State(state): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    if method != Method::GET && method != Method::HEAD {
+        return Err(HttpError::MethodNotAllowed);
+    }
+    let host = request_host(&headers, &uri);
+    let span = tracing::Span::current();
+    if uri.path() == "/robots.txt" {
+        span.record("route", "/robots.txt");
+        return robots(&state, host.as_deref(), &headers);
+    }
+    let routed = state
+        .sites
+        .route(host.as_deref(), uri.path())
+        .ok_or(HttpError::NotFound)?;
+    if routed.file == "sitemap_index.xml" {
+        span.record("route", "/sitemap_index.xml");
+        return index(&state, routed.site, &headers).await;
+    }
+    let (name, encoding) = PageName::parse(routed.file).ok_or(HttpError::NotFound)?;
+    span.record("route", "/sitemap-{section}-{n}.xml[.gz]");
+    page(&state, routed.site, name, encoding, &method, &headers).await
+}
+
+/// `sitemap_index.xml`: one entry per non-empty page, from the summaries
 /// alone, each page's lastmod being when a row of it last changed.
-pub async fn index(State(state): State<AppState>) -> Result<Response, HttpError> {
-    let entries = state.store.index(&state.site.name).await?;
-    let mut out = Vec::with_capacity(128 + entries.len() * 128);
-    let mut writer = IndexWriter::start(&mut out, &state.site.base_url);
-    for entry in entries {
+async fn index(state: &AppState, site: &Site, request: &HeaderMap) -> Result<Response, HttpError> {
+    let pages = state.store.index(&site.name).await?;
+    // Any change to any page (a new, changed or emptied one) moves the
+    // newest change time, so it versions the whole index.
+    let newest = pages.iter().map(|p| p.lastmod).max();
+    let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
+    let variant = fingerprint(&[&state.page_fingerprint, &site.base_url]);
+    let validators = Validators::new(version, &variant, newest);
+    if validators.client_is_current(request) {
+        return Ok(validators.not_modified(state.cache_max_age, None));
+    }
+    let mut out = Vec::with_capacity(128 + pages.len() * 128);
+    let mut writer = IndexWriter::start(&mut out, &site.base_url);
+    for entry in pages.into_iter().filter(|p| p.url_count > 0) {
         let name = PageName {
             section: entry.section,
             page: entry.page,
@@ -32,52 +78,114 @@ pub async fn index(State(state): State<AppState>) -> Result<Response, HttpError>
         writer.push(&mut out, &name.file_name(Encoding::Gzip), entry.lastmod);
     }
     writer.finish(&mut out);
-    Ok(([(header::CONTENT_TYPE, XML), (X_ROBOTS_TAG, NOINDEX)], out).into_response())
+    let mut response =
+        ([(header::CONTENT_TYPE, XML), (X_ROBOTS_TAG, NOINDEX)], out).into_response();
+    validators.apply(response.headers_mut(), state.cache_max_age);
+    Ok(response)
 }
 
-/// `/sitemap-N.xml[.gz]` and `/sitemap-{section}-N.xml[.gz]`.
-///
-/// The name is taken from the raw path, not a percent-decoded one, so each
-/// page has exactly one URL. A `.xml.gz` body is a gzip *file*: it carries no
-/// `Content-Encoding`, which would make clients decompress it behind the
-/// crawler's back.
-pub async fn page(
-    State(state): State<AppState>,
-    method: Method,
-    uri: Uri,
+/// `sitemap-N.xml[.gz]` and `sitemap-{section}-N.xml[.gz]`. A `.xml.gz` body
+/// is a gzip *file*: it carries no `Content-Encoding`, which would make
+/// clients decompress it behind the crawler's back.
+async fn page(
+    state: &AppState,
+    site: &Site,
+    name: PageName,
+    encoding: Encoding,
+    method: &Method,
+    request: &HeaderMap,
 ) -> Result<Response, HttpError> {
-    let file = uri.path().trim_start_matches('/');
-    let (name, encoding) = PageName::parse(file).ok_or(HttpError::NotFound)?;
-    state
+    let summary = state
         .store
-        .page_summary(&state.site.name, &name.section, name.page)
+        .page_summary(&site.name, &name.section, name.page)
         .await?
         .ok_or(HttpError::NotFound)?;
-    let content_type = match encoding {
-        Encoding::Gzip => GZIP,
-        Encoding::Plain => XML,
+    let (content_type, representation) = match encoding {
+        Encoding::Gzip => (GZIP, "gz"),
+        Encoding::Plain => (XML, "xml"),
     };
+    let validators = page_validators(state, summary.lastmod, representation);
+    if validators.client_is_current(request) {
+        return Ok(validators.not_modified(state.cache_max_age, None));
+    }
     let headers = [
         (header::CONTENT_TYPE, content_type),
         (X_ROBOTS_TAG, NOINDEX),
     ];
-    if method == Method::HEAD {
+    let mut response = if method == Method::HEAD {
         // Framed like the GET (streamed, length unknown), without reading rows.
         let no_chunks = futures_util::stream::empty::<Result<Bytes, Infallible>>();
-        return Ok((headers, Body::from_stream(no_chunks)).into_response());
-    }
-    let request = PageRequest {
-        site: state.site.name.clone(),
-        section: name.section,
-        page: name.page,
-        encoding,
+        (headers, Body::from_stream(no_chunks)).into_response()
+    } else {
+        let request = PageRequest {
+            site: site.name.clone(),
+            section: name.section,
+            page: name.page,
+            encoding,
+        };
+        let chunks = render_page(
+            state.store.clone(),
+            request,
+            state.render,
+            state.skips.clone(),
+        )
+        .await?;
+        (headers, Body::from_stream(chunks)).into_response()
     };
-    let chunks = render_page(
-        state.store.clone(),
-        request,
-        state.render,
-        state.skips.clone(),
+    validators.apply(response.headers_mut(), state.cache_max_age);
+    Ok(response)
+}
+
+fn page_validators(state: &AppState, changed: OffsetDateTime, representation: &str) -> Validators {
+    let version = changed.unix_timestamp_nanos() as u128 / 1000;
+    Validators::new(
+        version,
+        &format!("{}-{representation}", state.page_fingerprint),
+        Some(changed),
     )
-    .await?;
-    Ok((headers, Body::from_stream(chunks)).into_response())
+}
+
+/// `/robots.txt` of a host: the operator's text (from the first site on the
+/// host that configures one) followed by a `Sitemap:` line for the index of
+/// every site on the host.
+fn robots(
+    state: &AppState,
+    host: Option<&str>,
+    request: &HeaderMap,
+) -> Result<Response, HttpError> {
+    let sites = state.sites.on_host(host);
+    if sites.is_empty() {
+        return Err(HttpError::NotFound);
+    }
+    let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
+    let body = robots_txt(operator, &sites);
+    let validators = Validators::new(u128::from(crc32fast::hash(body.as_bytes())), "robots", None);
+    if validators.client_is_current(request) {
+        return Ok(validators.not_modified(state.cache_max_age, None));
+    }
+    let mut response = ([(header::CONTENT_TYPE, TEXT)], body).into_response();
+    validators.apply(response.headers_mut(), state.cache_max_age);
+    Ok(response)
+}
+
+/// The robots.txt text: `operator`'s, then the sites' `Sitemap:` lines.
+pub fn robots_txt(operator: Option<&str>, sites: &[&Site]) -> String {
+    let mut body = String::new();
+    if let Some(text) = operator.filter(|t| !t.trim().is_empty()) {
+        body.push_str(text);
+        if !text.ends_with('\n') {
+            body.push('\n');
+        }
+        body.push('\n');
+    }
+    for site in sites {
+        body.push_str(&sitemap_line(site));
+        body.push('\n');
+    }
+    body
+}
+
+/// The `Sitemap:` line that makes crawlers find a site's index.
+pub fn sitemap_line(site: &Site) -> String {
+    format!("Sitemap: {}sitemap_index.xml", site.base_url)
 }

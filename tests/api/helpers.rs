@@ -76,6 +76,20 @@ impl TestApp {
             .expect("request sent")
     }
 
+    /// A GET as sent through a proxy to `host`, with extra headers.
+    pub async fn get_as(
+        &self,
+        host: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut request = self.client.get(self.url(path)).header("host", host);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.expect("request sent")
+    }
+
     pub async fn head(&self, path: &str) -> reqwest::Response {
         self.client
             .head(self.url(path))

@@ -1,9 +1,11 @@
 //! Integration tests: the real server on a random loopback port, over a
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, migrations applied).
 
+mod caching;
 mod failures;
 mod helpers;
 mod index;
 mod pages;
 mod schema;
+mod sites;
 mod writes;

@@ -1,0 +1,191 @@
+//! Which configured site a request is for.
+//!
+//! A request is routed by its `Host` (port ignored), then, among the sites on
+//! that host, by the longest base-URL path that begins the request's path.
+//! When the proxy strips that path (`proxy_strips_prefix`), the host alone
+//! decides, which configuration checks is unambiguous. Routing only *selects*
+//! a configured site: every URL printed still comes from configuration, so a
+//! hostile `Host` can at worst select another configured site or a 404.
+
+use axum::http::{HeaderMap, Uri, header, uri::Authority};
+
+use crate::config::Site;
+
+#[derive(Debug)]
+pub struct Sites {
+    sites: Vec<Site>,
+    strict_host: bool,
+    proxy_strips_prefix: bool,
+}
+
+/// A request resolved to a site: the site and the file name asked of it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Routed<'a> {
+    pub site: &'a Site,
+    /// The path after the site's base path, e.g. `sitemap-3.xml.gz`.
+    pub file: &'a str,
+}
+
+impl Sites {
+    pub fn new(sites: Vec<Site>, strict_host: bool, proxy_strips_prefix: bool) -> Sites {
+        Sites {
+            sites,
+            strict_host,
+            proxy_strips_prefix,
+        }
+    }
+
+    pub fn all(&self) -> &[Site] {
+        &self.sites
+    }
+
+    /// The sites a request with this `Host` may reach: those on that host, or
+    /// the only site when the host matches none and `strict_host` is off.
+    pub fn on_host(&self, host: Option<&str>) -> Vec<&Site> {
+        let on_host: Vec<&Site> = match host {
+            Some(host) => self.sites.iter().filter(|s| s.host == host).collect(),
+            None => Vec::new(),
+        };
+        if on_host.is_empty() && !self.strict_host && self.sites.len() == 1 {
+            return vec![&self.sites[0]];
+        }
+        on_host
+    }
+
+    /// The site and file a request is for, if any.
+    pub fn route<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<Routed<'a>> {
+        let candidates = self.on_host(host);
+        if self.proxy_strips_prefix {
+            let site = candidates.first()?;
+            return Some(Routed {
+                site,
+                file: path.strip_prefix('/')?,
+            });
+        }
+        candidates
+            .into_iter()
+            .filter(|site| path.starts_with(&site.path_prefix))
+            .max_by_key(|site| site.path_prefix.len())
+            .map(|site| Routed {
+                site,
+                file: &path[site.path_prefix.len()..],
+            })
+    }
+}
+
+/// The request's host name, lower-cased, without port: from `Host`, or from
+/// an absolute request target.
+pub fn request_host(headers: &HeaderMap, uri: &Uri) -> Option<String> {
+    let authority = match headers.get(header::HOST) {
+        Some(value) => value.to_str().ok()?.parse::<Authority>().ok()?,
+        None => uri.authority()?.clone(),
+    };
+    Some(authority.host().to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+
+    fn sites(extra: &[(&str, &str)], strict: bool, strips: bool) -> Sites {
+        let mut settings = Settings::defaults();
+        settings.base_url = "https://www.example.com/".into();
+        for (name, base_url) in extra {
+            settings.sites.insert(
+                (*name).into(),
+                crate::config::SiteSettings {
+                    base_url: (*base_url).into(),
+                    robots_txt: None,
+                    robots_file: None,
+                },
+            );
+        }
+        settings.proxy_strips_prefix = strips;
+        Sites::new(settings.sites().expect("valid sites"), strict, strips)
+    }
+
+    fn routed(sites: &Sites, host: Option<&str>, path: &str) -> Option<(String, String)> {
+        sites
+            .route(host, path)
+            .map(|r| (r.site.name.clone(), r.file.to_owned()))
+    }
+
+    #[test]
+    fn routes_by_host_then_longest_prefix() {
+        let sites = sites(
+            &[
+                ("shop", "https://www.example.com/shop/"),
+                ("blog", "https://blog.example.com/"),
+            ],
+            true,
+            false,
+        );
+        let at = |host, path| routed(&sites, Some(host), path);
+        assert_eq!(
+            at("www.example.com", "/sitemap_index.xml"),
+            Some(("default".into(), "sitemap_index.xml".into()))
+        );
+        assert_eq!(
+            at("www.example.com", "/shop/sitemap-1.xml.gz"),
+            Some(("shop".into(), "sitemap-1.xml.gz".into()))
+        );
+        assert_eq!(
+            at("blog.example.com", "/sitemap_index.xml"),
+            Some(("blog".into(), "sitemap_index.xml".into()))
+        );
+        assert_eq!(
+            at("blog.example.com", "/shop/sitemap_index.xml"),
+            Some(("blog".into(), "shop/sitemap_index.xml".into()))
+        );
+        assert_eq!(at("evil.example", "/sitemap_index.xml"), None);
+        assert_eq!(routed(&sites, None, "/sitemap_index.xml"), None);
+    }
+
+    #[test]
+    fn a_single_site_answers_any_host_unless_strict() {
+        let lenient = sites(&[], false, false);
+        assert_eq!(
+            routed(&lenient, Some("127.0.0.1"), "/sitemap_index.xml").map(|r| r.0),
+            Some("default".into())
+        );
+        assert_eq!(
+            routed(&lenient, None, "/sitemap_index.xml").map(|r| r.0),
+            Some("default".into())
+        );
+        let strict = sites(&[], true, false);
+        assert_eq!(
+            routed(&strict, Some("127.0.0.1"), "/sitemap_index.xml"),
+            None
+        );
+    }
+
+    #[test]
+    fn stripped_prefixes_route_by_host_alone() {
+        let sites = sites(&[("shop", "https://shop.example.com/store/")], true, true);
+        assert_eq!(
+            routed(&sites, Some("shop.example.com"), "/sitemap_index.xml"),
+            Some(("shop".into(), "sitemap_index.xml".into()))
+        );
+    }
+
+    #[test]
+    fn hosts_are_matched_without_port_or_case() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::HOST,
+            "WWW.Example.com:8443".parse().expect("header"),
+        );
+        assert_eq!(
+            request_host(&headers, &Uri::from_static("/x")).as_deref(),
+            Some("www.example.com")
+        );
+        headers.insert(header::HOST, "[::1]:8080".parse().expect("header"));
+        assert_eq!(
+            request_host(&headers, &Uri::from_static("/x")).as_deref(),
+            Some("[::1]")
+        );
+        headers.insert(header::HOST, "bad host".parse().expect("header"));
+        assert_eq!(request_host(&headers, &Uri::from_static("/x")), None);
+    }
+}
