@@ -24,7 +24,7 @@ use futures_util::{Stream, StreamExt, TryStreamExt, stream};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::sitemap::{Encoding, LimitExceeded, UrlEntry, UrlsetWriter};
+use crate::sitemap::{LimitExceeded, UrlEntry, UrlsetWriter};
 use crate::store::{Store, UrlRow};
 
 /// XML gathered before it is compressed and sent as one chunk.
@@ -56,13 +56,50 @@ pub struct RenderOptions {
     pub lastmod_fallback: bool,
 }
 
-/// Which page to render, and how.
+/// Which page to render, and how to compress it.
 #[derive(Debug, Clone)]
 pub struct PageRequest {
     pub site: String,
     pub section: String,
     pub page: i32,
-    pub encoding: Encoding,
+    pub codec: Codec,
+}
+
+/// How a body is compressed: gzip for `.xml.gz` files, and any of these on
+/// the wire for `.xml` documents, as the client accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    Identity,
+    Gzip,
+    Brotli,
+    Zstd,
+}
+
+/// Brotli quality for wire compression: fast, yet smaller than gzip -6.
+const BROTLI_QUALITY: u32 = 5;
+const BROTLI_WINDOW_BITS: u32 = 22;
+/// zstd's own default level.
+const ZSTD_LEVEL: i32 = 3;
+
+impl Codec {
+    /// The `Content-Encoding` token (also used in ETags).
+    pub fn token(self) -> &'static str {
+        match self {
+            Codec::Identity => "identity",
+            Codec::Gzip => "gzip",
+            Codec::Brotli => "br",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+/// Compresses a whole document held in memory (the index).
+pub fn compress(codec: Codec, gzip_level: u32, document: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    let mut document = document;
+    let mut sink = Sink::new(codec, gzip_level)?;
+    let head = sink.write(&mut document)?;
+    let tail = sink.finish(&mut document)?;
+    Ok([head, tail].concat())
 }
 
 /// Rows the writer left out, logged once each.
@@ -117,7 +154,7 @@ async fn produce(
     tx: &ChunkSender,
 ) -> Result<(), RenderError> {
     let mut rows = store.page_rows(&request.site, &request.section, request.page);
-    let mut sink = Sink::new(request.encoding, options.gzip_level);
+    let mut sink = Sink::new(request.codec, options.gzip_level)?;
     let mut xml = Vec::with_capacity(CHUNK_BYTES + crate::sitemap::writer::MAX_ENTRY_BYTES);
     let mut writer = UrlsetWriter::start(&mut xml, options.max_urls, options.max_bytes);
     while let Some(row) = rows.try_next().await? {
@@ -147,51 +184,82 @@ async fn produce(
     Ok(())
 }
 
-/// Where written XML goes: through gzip, or straight out.
+/// Where written XML goes: through a compressor, or straight out.
 enum Sink {
+    Identity,
     Gzip(Box<GzEncoder<Vec<u8>>>),
-    Plain,
+    Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
+    Zstd(Box<zstd::stream::write::Encoder<'static, Vec<u8>>>),
 }
 
 impl Sink {
-    fn new(encoding: Encoding, level: u32) -> Sink {
-        match encoding {
-            Encoding::Gzip => Sink::Gzip(Box::new(GzEncoder::new(
+    fn new(codec: Codec, gzip_level: u32) -> std::io::Result<Sink> {
+        Ok(match codec {
+            Codec::Identity => Sink::Identity,
+            Codec::Gzip => Sink::Gzip(Box::new(GzEncoder::new(
                 Vec::new(),
-                Compression::new(level),
+                Compression::new(gzip_level),
             ))),
-            Encoding::Plain => Sink::Plain,
-        }
+            Codec::Brotli => Sink::Brotli(Box::new(brotli::CompressorWriter::new(
+                Vec::new(),
+                CHUNK_BYTES,
+                BROTLI_QUALITY,
+                BROTLI_WINDOW_BITS,
+            ))),
+            Codec::Zstd => Sink::Zstd(Box::new(zstd::stream::write::Encoder::new(
+                Vec::new(),
+                ZSTD_LEVEL,
+            )?)),
+        })
     }
 
     /// Takes the XML gathered in `xml` (leaving it empty) and returns the
-    /// bytes ready to send, which for gzip may be none yet.
+    /// bytes ready to send, which for a compressor may be none yet.
     fn write(&mut self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
-        match self {
-            Sink::Gzip(encoder) => {
-                encoder.write_all(xml)?;
-                xml.clear();
-                Ok(Bytes::from(std::mem::take(encoder.get_mut())))
-            }
-            Sink::Plain => {
+        let out = match self {
+            Sink::Identity => {
                 let capacity = xml.capacity();
-                Ok(Bytes::from(std::mem::replace(
+                return Ok(Bytes::from(std::mem::replace(
                     xml,
                     Vec::with_capacity(capacity),
-                )))
+                )));
             }
-        }
+            Sink::Gzip(encoder) => {
+                encoder.write_all(xml)?;
+                encoder.get_mut()
+            }
+            Sink::Brotli(encoder) => {
+                encoder.write_all(xml)?;
+                encoder.get_mut()
+            }
+            Sink::Zstd(encoder) => {
+                encoder.write_all(xml)?;
+                encoder.get_mut()
+            }
+        };
+        xml.clear();
+        Ok(Bytes::from(std::mem::take(out)))
     }
 
-    /// Takes the last XML and ends the stream (the gzip trailer, for gzip).
+    /// Takes the last XML and ends the stream (the compressor's trailer).
     fn finish(self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
-        match self {
+        let out = match self {
+            Sink::Identity => std::mem::take(xml),
             Sink::Gzip(mut encoder) => {
                 encoder.write_all(xml)?;
-                Ok(Bytes::from(encoder.finish()?))
+                encoder.finish()?
             }
-            Sink::Plain => Ok(Bytes::from(std::mem::take(xml))),
-        }
+            Sink::Brotli(mut encoder) => {
+                encoder.write_all(xml)?;
+                encoder.flush()?;
+                encoder.into_inner()
+            }
+            Sink::Zstd(mut encoder) => {
+                encoder.write_all(xml)?;
+                encoder.finish()?
+            }
+        };
+        Ok(Bytes::from(out))
     }
 }
 

@@ -7,6 +7,7 @@
 mod caching;
 mod error;
 mod health;
+mod negotiate;
 mod sitemaps;
 mod sites;
 

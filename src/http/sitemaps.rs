@@ -11,10 +11,11 @@ use bytes::Bytes;
 use time::OffsetDateTime;
 
 use super::caching::{Validators, fingerprint};
+use super::negotiate::negotiate;
 use super::sites::request_host;
 use super::{AppState, HttpError};
 use crate::config::Site;
-use crate::render::{PageRequest, render_page};
+use crate::render::{Codec, PageRequest, compress, render_page};
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 
 const XML: HeaderValue = HeaderValue::from_static("application/xml; charset=utf-8");
@@ -23,6 +24,9 @@ const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 const X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
 /// Keeps sitemap documents themselves out of search results.
 const NOINDEX: HeaderValue = HeaderValue::from_static("noindex");
+/// `.xml` documents are compressed as the client accepts, so caches must
+/// keep one copy per `Accept-Encoding`.
+const VARY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("accept-encoding");
 
 /// Every request that is not a health check: routed to a site by `Host` and
 /// path, then to its index, one of its pages, or the host's robots.txt. The
@@ -63,10 +67,15 @@ async fn index(state: &AppState, site: &Site, request: &HeaderMap) -> Result<Res
     // newest change time, so it versions the whole index.
     let newest = pages.iter().map(|p| p.lastmod).max();
     let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
-    let variant = fingerprint(&[&state.page_fingerprint, &site.base_url]);
+    let codec = negotiate(request);
+    let variant = format!(
+        "{}-{}",
+        fingerprint(&[&state.page_fingerprint, &site.base_url]),
+        codec.token()
+    );
     let validators = Validators::new(version, &variant, newest);
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, None));
+        return Ok(validators.not_modified(state.cache_max_age, Some(VARY_ACCEPT_ENCODING)));
     }
     let mut out = Vec::with_capacity(128 + pages.len() * 128);
     let mut writer = IndexWriter::start(&mut out, &site.base_url);
@@ -78,10 +87,25 @@ async fn index(state: &AppState, site: &Site, request: &HeaderMap) -> Result<Res
         writer.push(&mut out, &name.file_name(Encoding::Gzip), entry.lastmod);
     }
     writer.finish(&mut out);
+    let body =
+        compress(codec, state.render.gzip_level, out).map_err(crate::render::RenderError::from)?;
     let mut response =
-        ([(header::CONTENT_TYPE, XML), (X_ROBOTS_TAG, NOINDEX)], out).into_response();
+        ([(header::CONTENT_TYPE, XML), (X_ROBOTS_TAG, NOINDEX)], body).into_response();
+    set_content_encoding(response.headers_mut(), codec);
+    response
+        .headers_mut()
+        .insert(header::VARY, VARY_ACCEPT_ENCODING);
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
+}
+
+fn set_content_encoding(headers: &mut HeaderMap, codec: Codec) {
+    if codec != Codec::Identity {
+        headers.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(codec.token()),
+        );
+    }
 }
 
 /// `sitemap-N.xml[.gz]` and `sitemap-{section}-N.xml[.gz]`. A `.xml.gz` body
@@ -100,13 +124,19 @@ async fn page(
         .page_summary(&site.name, &name.section, name.page)
         .await?
         .ok_or(HttpError::NotFound)?;
-    let (content_type, representation) = match encoding {
-        Encoding::Gzip => (GZIP, "gz"),
-        Encoding::Plain => (XML, "xml"),
+    // A .xml.gz file is gzip by definition, never negotiated; a .xml
+    // document is compressed on the wire as the client accepts.
+    let (content_type, codec, vary) = match encoding {
+        Encoding::Gzip => (GZIP, Codec::Gzip, None),
+        Encoding::Plain => (XML, negotiate(request), Some(VARY_ACCEPT_ENCODING)),
     };
-    let validators = page_validators(state, summary.lastmod, representation);
+    let representation = match encoding {
+        Encoding::Gzip => "gz".to_owned(),
+        Encoding::Plain => format!("xml-{}", codec.token()),
+    };
+    let validators = page_validators(state, summary.lastmod, &representation);
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, None));
+        return Ok(validators.not_modified(state.cache_max_age, vary));
     }
     let headers = [
         (header::CONTENT_TYPE, content_type),
@@ -121,7 +151,7 @@ async fn page(
             site: site.name.clone(),
             section: name.section,
             page: name.page,
-            encoding,
+            codec,
         };
         let chunks = render_page(
             state.store.clone(),
@@ -132,6 +162,10 @@ async fn page(
         .await?;
         (headers, Body::from_stream(chunks)).into_response()
     };
+    if let Some(vary) = vary {
+        set_content_encoding(response.headers_mut(), codec);
+        response.headers_mut().insert(header::VARY, vary);
+    }
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
 }

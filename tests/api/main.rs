@@ -2,6 +2,7 @@
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, migrations applied).
 
 mod caching;
+mod encodings;
 mod failures;
 mod helpers;
 mod index;
