@@ -42,6 +42,8 @@ pub struct Settings {
     pub db_max_connections: u32,
     pub db_acquire_timeout_ms: u64,
     pub listen: SocketAddr,
+    #[serde(default)]
+    pub metrics_listen: Option<SocketAddr>,
     pub site: String,
     pub base_url: String,
     /// The primary site's robots.txt, as text or from a file (not both).

@@ -23,6 +23,7 @@
 pub mod config;
 pub mod demo;
 pub mod http;
+pub mod metrics;
 pub mod render;
 pub mod sitemap;
 pub mod skips;
@@ -34,6 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderValue;
+use futures_util::FutureExt;
 use tokio::net::TcpListener;
 
 pub use http::{AppState, router as build_app};
@@ -73,23 +75,39 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         retry_after: HeaderValue::from(settings.retry_after_seconds),
         skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
         skips: Arc::new(SkipLog::default()),
+        metrics: Arc::new(metrics::Metrics::default()),
+        metrics_apart: settings.metrics_listen.is_some(),
     }))
 }
 
-/// Serves until `shutdown` resolves, then lets in-flight responses finish.
+/// Serves until `shutdown` resolves, then lets in-flight responses finish;
+/// `/metrics` on `metrics_listener` when given (see `metrics_listen`).
 /// Also reports skipped rows in the background while it runs.
 pub async fn serve(
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let shutdown = shutdown.shared();
     let reporter = tokio::spawn(skips::report_periodically(
         state.store.clone(),
         state.skip_report_interval,
     ));
+    let metrics = metrics_listener.map(|listener| {
+        let app = http::metrics_router(state.clone());
+        tokio::spawn(
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.clone())
+                .into_future(),
+        )
+    });
     let served = axum::serve(listener, build_app(state))
         .with_graceful_shutdown(shutdown)
         .await;
     reporter.abort();
+    if let Some(metrics) = metrics {
+        metrics.await.map_err(std::io::Error::other)??;
+    }
     served
 }

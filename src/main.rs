@@ -65,6 +65,14 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Serve => {
             let (_, state) = connect(&settings).await?;
+            let metrics_listener = match settings.metrics_listen {
+                Some(address) => Some(
+                    TcpListener::bind(address)
+                        .await
+                        .with_context(|| format!("listening on {address} (metrics_listen)"))?,
+                ),
+                None => None,
+            };
             let listener = TcpListener::bind(settings.listen)
                 .await
                 .with_context(|| format!("listening on {}", settings.listen))?;
@@ -76,7 +84,7 @@ async fn main() -> anyhow::Result<()> {
                     "serving sitemaps"
                 );
             }
-            sitemapd::serve(listener, state, shutdown_signal()).await?;
+            sitemapd::serve(listener, metrics_listener, state, shutdown_signal()).await?;
         }
         Command::Migrate => {
             connect(&settings).await?;

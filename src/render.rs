@@ -24,6 +24,7 @@ use futures_util::{Stream, StreamExt, TryStreamExt, stream};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use crate::metrics::Metrics;
 use crate::sitemap::{LimitExceeded, UrlEntry, UrlsetWriter};
 use crate::store::{Store, UrlRow};
 
@@ -63,6 +64,8 @@ pub struct PageRequest {
     pub section: String,
     pub page: i32,
     pub codec: Codec,
+    /// The route template, for the metrics.
+    pub route: &'static str,
 }
 
 /// How a body is compressed: gzip for `.xml.gz` files, and any of these on
@@ -127,11 +130,12 @@ pub async fn render_page(
     request: PageRequest,
     options: RenderOptions,
     skips: std::sync::Arc<SkipLog>,
+    metrics: std::sync::Arc<Metrics>,
 ) -> Result<impl Stream<Item = Result<Bytes, RenderError>> + Send + 'static, RenderError> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(
         async move {
-            if let Err(error) = produce(&store, &request, options, &skips, &tx).await {
+            if let Err(error) = produce(&store, &request, options, &skips, &metrics, &tx).await {
                 let _ = tx.send(Err(error));
             }
         }
@@ -151,8 +155,11 @@ async fn produce(
     request: &PageRequest,
     options: RenderOptions,
     skips: &SkipLog,
+    metrics: &Metrics,
     tx: &ChunkSender,
 ) -> Result<(), RenderError> {
+    let started = std::time::Instant::now();
+    let (mut rows_read, mut left_out, mut bytes) = (0, 0, 0);
     let mut rows = store.page_rows(&request.site, &request.section, request.page);
     let mut sink = Sink::new(request.codec, options.gzip_level)?;
     let mut xml = Vec::with_capacity(CHUNK_BYTES + crate::sitemap::writer::MAX_ENTRY_BYTES);
@@ -166,11 +173,14 @@ async fn produce(
             changefreq: row.changefreq.as_deref(),
             priority: row.priority,
         };
+        rows_read += 1;
         if let Some(reason) = writer.push(&mut xml, &entry)? {
+            left_out += 1;
             skips.record(&request.site, &row, reason);
         }
         if xml.len() >= CHUNK_BYTES {
             let chunk = sink.write(&mut xml)?;
+            bytes += chunk.len();
             if !chunk.is_empty() && tx.send(Ok(chunk)).is_err() {
                 // The client went away: stop reading and free the connection.
                 return Ok(());
@@ -180,6 +190,10 @@ async fn produce(
     drop(rows);
     writer.finish(&mut xml);
     let last = sink.finish(&mut xml)?;
+    // Recorded before the last chunk goes, so a client that has the whole
+    // page also finds it in the metrics.
+    metrics.page_built(started.elapsed(), rows_read, left_out);
+    metrics.body_bytes(request.route, bytes + last.len());
     let _ = tx.send(Ok(last));
     Ok(())
 }

@@ -228,13 +228,12 @@ impl Store {
         .await?)
     }
 
-    /// How many of a site's rows are left out of its sitemaps.
-    pub async fn skipped_count(&self, site: &str) -> Result<i64, Error> {
-        Ok(sqlx::query_scalar(
-            "SELECT count(*) FROM sitemap_urls WHERE site = $1 AND skip_reason IS NOT NULL",
+    /// How many rows each site has left out of its sitemaps.
+    pub async fn skipped_counts(&self) -> Result<Vec<(String, i64)>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT site, count(*) FROM sitemap_urls WHERE skip_reason IS NOT NULL GROUP BY site",
         )
-        .bind(site)
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await?)
     }
 

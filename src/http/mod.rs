@@ -16,7 +16,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower_http::trace::TraceLayer;
 
@@ -24,6 +24,7 @@ pub use error::HttpError;
 pub use sitemaps::{robots_txt, sitemap_line};
 pub use sites::Sites;
 
+use crate::metrics::{Metrics, route_of};
 use crate::render::{RenderOptions, SkipLog};
 use crate::store::Store;
 
@@ -45,6 +46,9 @@ pub struct App {
     /// How often rows left out of the sitemaps are looked for and logged.
     pub skip_report_interval: std::time::Duration,
     pub skips: Arc<SkipLog>,
+    pub metrics: Arc<Metrics>,
+    /// Whether `/metrics` has a listener of its own (else it is on the main one).
+    pub metrics_apart: bool,
 }
 
 impl AppState {
@@ -63,10 +67,18 @@ impl std::ops::Deref for AppState {
 
 /// The service's routes with their shared layers.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route("/healthz", get(health::live))
-        .route("/readyz", get(health::ready))
+        .route("/readyz", get(health::ready));
+    if !state.metrics_apart {
+        router = router.route("/metrics", get(metrics));
+    }
+    router
         .fallback(sitemaps::dispatch)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            count_request,
+        ))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
             add_retry_after,
@@ -98,6 +110,31 @@ pub fn page_fingerprint(settings: &crate::config::Settings) -> String {
         &settings.max_urls.to_string(),
         &settings.max_bytes.to_string(),
     ])
+}
+
+/// The `/metrics` endpoint alone, for serving it on a port of its own.
+pub fn metrics_router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let text = state.metrics.render(&state.store).await;
+    let content_type =
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
+    ([(header::CONTENT_TYPE, content_type)], text).into_response()
+}
+
+async fn count_request(
+    State(state): State<AppState>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = route_of(request.uri().path());
+    let response = next.run(request).await;
+    state.metrics.request(route, response.status().as_u16());
+    response
 }
 
 async fn add_retry_after(State(state): State<AppState>, mut response: Response) -> Response {

@@ -89,6 +89,7 @@ async fn index(state: &AppState, site: &Site, request: &HeaderMap) -> Result<Res
     writer.finish(&mut out);
     let body =
         compress(codec, state.render.gzip_level, out).map_err(crate::render::RenderError::from)?;
+    state.metrics.body_bytes("/sitemap_index.xml", body.len());
     let mut response =
         ([(header::CONTENT_TYPE, XML), (X_ROBOTS_TAG, NOINDEX)], body).into_response();
     set_content_encoding(response.headers_mut(), codec);
@@ -152,12 +153,17 @@ async fn page(
             section: name.section,
             page: name.page,
             codec,
+            route: match encoding {
+                Encoding::Gzip => "/sitemap-{n}.xml.gz",
+                Encoding::Plain => "/sitemap-{n}.xml",
+            },
         };
         let chunks = render_page(
             state.store.clone(),
             request,
             state.render,
             state.skips.clone(),
+            state.metrics.clone(),
         )
         .await?;
         (headers, Body::from_stream(chunks)).into_response()
@@ -193,6 +199,7 @@ fn robots(
     }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
     let body = robots_txt(operator, &sites);
+    state.metrics.body_bytes("/robots.txt", body.len());
     let validators = Validators::new(u128::from(crc32fast::hash(body.as_bytes())), "robots", None);
     if validators.client_is_current(request) {
         return Ok(validators.not_modified(state.cache_max_age, None));

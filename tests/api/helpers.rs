@@ -20,6 +20,8 @@ pub const BASE_URL: &str = "https://www.example.com/";
 
 pub struct TestApp {
     pub addr: SocketAddr,
+    /// Where `/metrics` listens when `metrics_listen` is set.
+    pub metrics_addr: Option<SocketAddr>,
     pub pool: PgPool,
     pub state: AppState,
     pub settings: Settings,
@@ -41,21 +43,29 @@ impl TestApp {
         let state = sitemapd::prepare(Store::from_pool(pool.clone()), &settings)
             .await
             .expect("service prepares");
-        Self::serve(pool, state, settings).await
-    }
-
-    /// Serves `state` as is (e.g. over a store that cannot connect).
-    pub async fn serve(pool: PgPool, state: AppState, settings: Settings) -> TestApp {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().expect("bound address");
+        let metrics_listener = match settings.metrics_listen {
+            Some(address) => Some(TcpListener::bind(address).await.expect("bind metrics")),
+            None => None,
+        };
+        let metrics_addr = metrics_listener
+            .as_ref()
+            .map(|l| l.local_addr().expect("bound address"));
         let (shutdown, stop) = oneshot::channel::<()>();
-        tokio::spawn(sitemapd::serve(listener, state.clone(), async {
-            let _ = stop.await;
-        }));
+        tokio::spawn(sitemapd::serve(
+            listener,
+            metrics_listener,
+            state.clone(),
+            async {
+                let _ = stop.await;
+            },
+        ));
         TestApp {
             addr,
+            metrics_addr,
             pool,
             state,
             settings,

@@ -6,6 +6,7 @@ mod encodings;
 mod failures;
 mod helpers;
 mod index;
+mod operations;
 mod pages;
 mod schema;
 mod sites;

@@ -215,14 +215,8 @@ async fn rows_outside_the_base_url_are_left_out_counted_and_logged_once(pool: Pg
         app.served_locs().await,
         [format!("{BASE_URL}ok-1"), format!("{BASE_URL}ok-2")]
     );
-    assert_eq!(
-        app.state
-            .store
-            .skipped_count("default")
-            .await
-            .expect("count"),
-        3
-    );
+    let counts = app.state.store.skipped_counts().await.expect("counts");
+    assert!(counts.contains(&("default".to_owned(), 3)), "{counts:?}");
 
     let mut reported: Vec<(String, String)> = app
         .report_skips()

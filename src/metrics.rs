@@ -1,0 +1,179 @@
+//! Prometheus metrics: what an operator watches to know the service is
+//! healthy and fast. Served at `GET /metrics`, on the main port or on
+//! `metrics_listen`.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::store::Store;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SiteLabels {
+    site: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    state: &'static str,
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    body_bytes: Family<RouteLabels, Counter>,
+    page_build: Histogram,
+    rows_read: Counter,
+    rows_left_out: Counter,
+    skipped_rows: Family<SiteLabels, Gauge>,
+    pool: Family<PoolLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("sitemapd");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route template and status (304s included)",
+            requests.clone(),
+        );
+        let body_bytes = Family::<RouteLabels, Counter>::default();
+        registry.register(
+            "response_body_bytes",
+            "Bytes of response bodies produced, by route template",
+            body_bytes.clone(),
+        );
+        let page_build = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        registry.register(
+            "page_build_seconds",
+            "Time to read, write and compress one sitemap page",
+            page_build.clone(),
+        );
+        let rows_read = Counter::default();
+        registry.register(
+            "rows_read",
+            "Rows read from sitemap_urls to build pages",
+            rows_read.clone(),
+        );
+        let rows_left_out = Counter::default();
+        registry.register(
+            "rows_left_out",
+            "Rows read but left out of a page because XML cannot carry them",
+            rows_left_out.clone(),
+        );
+        let skipped_rows = Family::<SiteLabels, Gauge>::default();
+        registry.register(
+            "skipped_rows",
+            "Rows not served because their loc is outside their site's base URL or their site is not configured",
+            skipped_rows.clone(),
+        );
+        let pool = Family::<PoolLabels, Gauge>::default();
+        registry.register(
+            "db_connections",
+            "Database pool connections by state",
+            pool.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            body_bytes,
+            page_build,
+            rows_read,
+            rows_left_out,
+            skipped_rows,
+            pool,
+        }
+    }
+}
+
+impl Metrics {
+    pub fn request(&self, route: &'static str, status: u16) {
+        self.requests
+            .get_or_create(&RequestLabels { route, status })
+            .inc();
+    }
+
+    pub fn body_bytes(&self, route: &'static str, bytes: usize) {
+        self.body_bytes
+            .get_or_create(&RouteLabels { route })
+            .inc_by(bytes as u64);
+    }
+
+    pub fn page_built(&self, took: Duration, rows: u64, left_out: u64) {
+        self.page_build.observe(took.as_secs_f64());
+        self.rows_read.inc_by(rows);
+        self.rows_left_out.inc_by(left_out);
+    }
+
+    /// The metrics in text form, with the gauges read now. A database that
+    /// does not answer leaves the skipped-rows gauges as last read.
+    pub async fn render(&self, store: &Store) -> String {
+        let pool = store.pool();
+        let (size, idle) = (i64::from(pool.size()), pool.num_idle() as i64);
+        self.pool
+            .get_or_create(&PoolLabels { state: "idle" })
+            .set(idle);
+        self.pool
+            .get_or_create(&PoolLabels { state: "in_use" })
+            .set(size - idle);
+        let counted = tokio::time::timeout(Duration::from_secs(2), store.skipped_counts()).await;
+        if let Ok(Ok(counts)) = counted {
+            for (site, count) in counts {
+                self.skipped_rows
+                    .get_or_create(&SiteLabels { site })
+                    .set(count);
+            }
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String");
+        text
+    }
+}
+
+/// The route template a request path belongs to, as a metrics label: a
+/// handful of values, never the raw path.
+pub fn route_of(path: &str) -> &'static str {
+    let file = path.rsplit('/').next().unwrap_or_default();
+    match path {
+        "/healthz" => "/healthz",
+        "/readyz" => "/readyz",
+        "/metrics" => "/metrics",
+        "/robots.txt" => "/robots.txt",
+        _ if file == "sitemap_index.xml" => "/sitemap_index.xml",
+        _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => "/sitemap-{n}.xml.gz",
+        _ if file.starts_with("sitemap-") && file.ends_with(".xml") => "/sitemap-{n}.xml",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route_of;
+
+    #[test]
+    fn paths_map_to_few_labels() {
+        assert_eq!(route_of("/shop/sitemap_index.xml"), "/sitemap_index.xml");
+        assert_eq!(route_of("/sitemap-blog-3.xml.gz"), "/sitemap-{n}.xml.gz");
+        assert_eq!(route_of("/sitemap-3.xml"), "/sitemap-{n}.xml");
+        assert_eq!(route_of("/wp-admin/../etc/passwd"), "other");
+    }
+}
