@@ -63,6 +63,7 @@ pub struct Settings {
     pub gzip_level: u32,
     pub retry_after_seconds: u32,
     pub skip_report_interval_ms: u64,
+    pub shutdown_grace_seconds: u64,
     pub log_format: LogFormat,
 }
 

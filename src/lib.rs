@@ -77,12 +77,16 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         skips: Arc::new(SkipLog::default()),
         metrics: Arc::new(metrics::Metrics::default()),
         metrics_apart: settings.metrics_listen.is_some(),
+        shutdown_grace: Duration::from_secs(settings.shutdown_grace_seconds),
     }))
 }
 
-/// Serves until `shutdown` resolves, then lets in-flight responses finish;
-/// `/metrics` on `metrics_listener` when given (see `metrics_listen`).
-/// Also reports skipped rows in the background while it runs.
+/// Serves until `shutdown` resolves, then stops accepting connections and
+/// lets in-flight responses finish for up to the configured grace period,
+/// after which it returns even if some are unfinished (the binary then
+/// exits, which closes them). `/metrics` is served on
+/// `metrics_listener` when given (see `metrics_listen`). Also reports skipped
+/// rows in the background while it runs.
 pub async fn serve(
     listener: TcpListener,
     metrics_listener: Option<TcpListener>,
@@ -102,9 +106,21 @@ pub async fn serve(
                 .into_future(),
         )
     });
-    let served = axum::serve(listener, build_app(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let grace = state.shutdown_grace;
+    let server = axum::serve(listener, build_app(state))
+        .with_graceful_shutdown(shutdown.clone())
+        .into_future();
+    let grace_over = async {
+        shutdown.await;
+        tokio::time::sleep(grace).await;
+    };
+    let served = tokio::select! {
+        served = server => served,
+        () = grace_over => {
+            tracing::warn!(grace_seconds = grace.as_secs(), "grace period over: leaving unfinished responses");
+            Ok(())
+        }
+    };
     reporter.abort();
     if let Some(metrics) = metrics {
         metrics.await.map_err(std::io::Error::other)??;

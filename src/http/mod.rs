@@ -49,6 +49,8 @@ pub struct App {
     pub metrics: Arc<Metrics>,
     /// Whether `/metrics` has a listener of its own (else it is on the main one).
     pub metrics_apart: bool,
+    /// How long in-flight responses may take to finish after shutdown begins.
+    pub shutdown_grace: std::time::Duration,
 }
 
 impl AppState {

@@ -26,7 +26,8 @@ pub struct TestApp {
     pub state: AppState,
     pub settings: Settings,
     client: reqwest::Client,
-    _shutdown: oneshot::Sender<()>,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl TestApp {
@@ -55,7 +56,7 @@ impl TestApp {
             .as_ref()
             .map(|l| l.local_addr().expect("bound address"));
         let (shutdown, stop) = oneshot::channel::<()>();
-        tokio::spawn(sitemapd::serve(
+        let server = tokio::spawn(sitemapd::serve(
             listener,
             metrics_listener,
             state.clone(),
@@ -70,8 +71,18 @@ impl TestApp {
             state,
             settings,
             client: reqwest::Client::new(),
-            _shutdown: shutdown,
+            shutdown: Some(shutdown),
+            server: Some(server),
         }
+    }
+
+    /// Signals shutdown, as SIGTERM does; the handle resolves when the
+    /// server has stopped.
+    pub fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        self.server.take().expect("the server is running")
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,5 +1,6 @@
-//! What an operator watches: Prometheus metrics.
+//! What an operator relies on: Prometheus metrics and graceful shutdown.
 
+use futures_util::StreamExt;
 use sqlx::PgPool;
 
 use crate::helpers::{BASE_URL, TestApp, header};
@@ -71,4 +72,81 @@ async fn metrics_can_have_a_port_of_their_own(pool: PgPool) {
     );
     let text = metrics_text(reqwest::get(url).await.expect("metrics port answers")).await;
     assert!(text.contains("sitemapd_db_connections"), "{text}");
+}
+
+async fn big_page(app: &TestApp) {
+    sqlx::query(
+        "INSERT INTO sitemap_urls (loc)
+         SELECT $1 || md5(g::text) || '/' || md5((-g)::text) FROM generate_series(1, 20000) g",
+    )
+    .bind(BASE_URL)
+    .execute(&app.pool)
+    .await
+    .expect("a page of several megabytes");
+}
+
+#[sqlx::test]
+async fn shutdown_finishes_in_flight_responses_and_refuses_new_ones(pool: PgPool) {
+    let mut app = TestApp::spawn_with(pool, |s| s.max_urls = 20_000).await;
+    big_page(&app).await;
+    let response = app.get("/sitemap-1.xml").await;
+    let mut body = response.bytes_stream();
+    let mut received = body
+        .next()
+        .await
+        .expect("first chunk")
+        .expect("bytes")
+        .to_vec();
+
+    let stopped = app.begin_shutdown();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        reqwest::get(app.url("/healthz")).await.is_err(),
+        "no new connections once shutting down"
+    );
+
+    while let Some(chunk) = body.next().await {
+        received.extend_from_slice(&chunk.expect("the in-flight response completes"));
+    }
+    assert!(String::from_utf8_lossy(&received).ends_with("</urlset>\n"));
+    let result = tokio::time::timeout(std::time::Duration::from_secs(10), stopped).await;
+    assert!(
+        matches!(result, Ok(Ok(Ok(())))),
+        "the server stops cleanly: {result:?}"
+    );
+}
+
+#[sqlx::test]
+async fn an_unfinished_response_cannot_hold_shutdown_past_the_grace_period(pool: PgPool) {
+    let mut app = TestApp::spawn_with(pool, |s| s.shutdown_grace_seconds = 1).await;
+    app.insert_urls("", "p", 10).await;
+    // Rows that cannot be read yet keep the response in flight.
+    let mut blocker = app.pool.begin().await.expect("transaction");
+    sqlx::query("LOCK TABLE sitemap_urls IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *blocker)
+        .await
+        .expect("lock");
+    let in_flight = tokio::spawn(reqwest::get(app.url("/sitemap-1.xml.gz")));
+    while sqlx::query_scalar::<_, i64>("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        .fetch_one(&mut *blocker)
+        .await
+        .expect("locks")
+        == 0
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    let started = std::time::Instant::now();
+    let stopped = app.begin_shutdown();
+    let result = tokio::time::timeout(std::time::Duration::from_secs(10), stopped).await;
+    let took = started.elapsed();
+    assert!(matches!(result, Ok(Ok(Ok(())))), "stopped: {result:?}");
+    assert!(
+        took >= std::time::Duration::from_millis(900),
+        "it waited for the response: {took:?}"
+    );
+    // serve() has returned with the response unfinished; the binary would
+    // now exit, closing it.
+    blocker.rollback().await.expect("unlock");
+    in_flight.abort();
 }
