@@ -1,16 +1,20 @@
-# Build: the same `cargo build --release --locked` as anywhere else.
+# syntax=docker/dockerfile:1
+# Build stage: the same release build CI runs (.ci/run), nothing else.
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin sitemapd
 
-# Run: a small image, an unprivileged user, the binary as PID 1 so SIGTERM
-# reaches it and it shuts down gracefully.
-FROM debian:bookworm-slim
-RUN useradd --system --uid 10001 sitemapd
+# Runtime: distroless (glibc, CA certificates, no shell), as the unprivileged
+# user it ships. The binary is PID 1, so SIGTERM from the runtime reaches it
+# and it shuts down gracefully (see shutdown_grace_seconds).
+FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /src/target/release/sitemapd /usr/local/bin/sitemapd
-USER sitemapd
+USER nonroot:nonroot
 ENV SITEMAPD_LISTEN=0.0.0.0:8080
 EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+    CMD ["/usr/local/bin/sitemapd", "health"]
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/sitemapd"]
 CMD ["serve"]

@@ -2,12 +2,14 @@
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, migrations applied).
 
 mod caching;
+mod deploy;
 mod encodings;
 mod failures;
 mod helpers;
 mod index;
 mod operations;
 mod pages;
+mod proxy;
 mod schema;
 mod sites;
 mod writes;

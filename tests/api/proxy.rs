@@ -1,0 +1,165 @@
+//! Behind a real reverse proxy: Debian's nginx on loopback, running the
+//! sample `config/nginx.conf` with only its two addresses rewritten.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tempfile::TempDir;
+
+use crate::helpers::{TestApp, gunzip, header};
+
+const PUBLIC_BASE: &str = "http://www.example.com/sitemaps/";
+const PUBLIC_HOST: &str = "www.example.com";
+
+/// nginx as a child process; stopped when dropped.
+struct Nginx {
+    child: Child,
+    port: u16,
+    /// Holds the config and logs while nginx runs.
+    prefix: TempDir,
+}
+
+impl Nginx {
+    async fn start(upstream_port: u16) -> Nginx {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let prefix = TempDir::new().expect("nginx prefix");
+        let sample = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("config/nginx.conf"),
+        )
+        .expect("sample config");
+        let config = sample
+            .replace(
+                "server sitemapd:8080;",
+                &format!("server 127.0.0.1:{upstream_port};"),
+            )
+            .replace("listen 8081;", &format!("listen 127.0.0.1:{port};"));
+        assert_ne!(config, sample, "the sample's addresses were rewritten");
+        let config_path = prefix.path().join("nginx.conf");
+        std::fs::write(&config_path, config).expect("write config");
+        let globals = format!(
+            "daemon off; pid {dir}/nginx.pid; error_log {dir}/error.log;",
+            dir = prefix.path().display()
+        );
+        let child = Command::new("nginx")
+            .arg("-p")
+            .arg(prefix.path())
+            .arg("-c")
+            .arg(&config_path)
+            .args(["-g", &globals])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx runs (Debian package nginx-light)");
+        // Owned from here on, so it is stopped on every path, panics included.
+        let nginx = Nginx {
+            child,
+            port,
+            prefix,
+        };
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return nginx;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let log =
+            std::fs::read_to_string(nginx.prefix.path().join("error.log")).unwrap_or_default();
+        panic!("nginx did not start listening on {port}: {log}");
+    }
+
+    /// Fetches a public URL through nginx, as a crawler resolving the
+    /// public host to this proxy would.
+    async fn get(&self, public_url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let path = public_url
+            .strip_prefix(&format!("http://{PUBLIC_HOST}"))
+            .unwrap_or_else(|| panic!("{public_url} is not on the public host"));
+        let mut request = reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{}{path}", self.port))
+            .header("host", PUBLIC_HOST);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.expect("nginx answers")
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[sqlx::test]
+async fn a_crawl_through_nginx_returns_exactly_the_table(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.base_url = PUBLIC_BASE.into();
+        s.max_urls = 700;
+    })
+    .await;
+    for (section, n) in [("", 1500), ("news", 300)] {
+        sqlx::query("INSERT INTO sitemap_urls (section, loc) SELECT $1, $2 || 'item/' || g FROM generate_series(1, $3) g")
+            .bind(section)
+            .bind(format!("{PUBLIC_BASE}{}", if section.is_empty() { "" } else { "news/" }))
+            .bind(n)
+            .execute(&app.pool)
+            .await
+            .expect("seed");
+    }
+    let nginx = Nginx::start(app.addr.port()).await;
+
+    let index = nginx
+        .get(&format!("{PUBLIC_BASE}sitemap_index.xml"), &[])
+        .await;
+    assert_eq!(index.status(), 200);
+    let index = index.text().await.expect("index");
+    let locs: Vec<String> = index
+        .split("<loc>")
+        .skip(1)
+        .map(|rest| rest.split("</loc>").next().expect("closed").to_owned())
+        .collect();
+    assert_eq!(locs.len(), 4, "{index}");
+    let mut served = Vec::new();
+    for loc in &locs {
+        assert!(
+            loc.starts_with(PUBLIC_BASE),
+            "absolute URL on the public base: {loc}"
+        );
+        let page = nginx.get(loc, &[]).await;
+        assert_eq!(page.status(), 200, "{loc}");
+        assert_eq!(header(&page, "content-type"), "application/gzip");
+        assert!(page.headers().get("content-encoding").is_none(), "{loc}");
+        let etag = header(&page, "etag").to_owned();
+        let xml = String::from_utf8(gunzip(&page.bytes().await.expect("page"))).expect("UTF-8");
+        crate::helpers::assert_valid(xml.as_bytes(), crate::helpers::Schema::Urlset);
+        served.extend(
+            xml.split("<loc>")
+                .skip(1)
+                .map(|rest| rest.split("</loc>").next().expect("closed").to_owned()),
+        );
+        let revalidated = nginx.get(loc, &[("if-none-match", &etag)]).await;
+        assert_eq!(
+            revalidated.status(),
+            304,
+            "conditional GET through nginx: {loc}"
+        );
+    }
+    served.sort();
+    assert_eq!(served, app.table_locs().await);
+
+    let robots = nginx
+        .get(&format!("http://{PUBLIC_HOST}/robots.txt"), &[])
+        .await;
+    assert_eq!(
+        robots.text().await.expect("robots"),
+        format!("Sitemap: {PUBLIC_BASE}sitemap_index.xml\n")
+    );
+}
