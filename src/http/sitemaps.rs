@@ -50,6 +50,10 @@ pub async fn dispatch(
         .sites
         .route(host.as_deref(), uri.path())
         .ok_or(HttpError::NotFound)?;
+    if routed.file == "sitemap.xsl" {
+        span.record("route", "/sitemap.xsl");
+        return Ok(stylesheet(&state, &headers));
+    }
     if routed.file == "sitemap_index.xml" {
         span.record("route", "/sitemap_index.xml");
         return index(&state, routed.site, &headers).await;
@@ -183,6 +187,25 @@ fn page_validators(state: &AppState, changed: OffsetDateTime, representation: &s
         &format!("{}-{representation}", state.page_fingerprint),
         Some(changed),
     )
+}
+
+/// The stylesheet every sitemap document names, so that a person opening one
+/// in a browser sees a table rather than raw XML.
+const STYLESHEET: &str = include_str!("assets/sitemap.xsl");
+
+fn stylesheet(state: &AppState, request: &HeaderMap) -> Response {
+    let validators = Validators::new(
+        u128::from(crc32fast::hash(STYLESHEET.as_bytes())),
+        "xsl",
+        None,
+    );
+    if validators.client_is_current(request) {
+        return validators.not_modified(state.cache_max_age, None);
+    }
+    let content_type = HeaderValue::from_static("text/xsl; charset=utf-8");
+    let mut response = ([(header::CONTENT_TYPE, content_type)], STYLESHEET).into_response();
+    validators.apply(response.headers_mut(), state.cache_max_age);
+    response
 }
 
 /// `/robots.txt` of a host: the operator's text (from the first site on the

@@ -18,7 +18,10 @@ use std::fmt;
 
 use time::{OffsetDateTime, UtcOffset};
 
-const XML_DECLARATION: &[u8] = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+/// The XML declaration and the stylesheet that makes browsers show a table
+/// (`sitemap.xsl`, beside every document); crawlers ignore the instruction.
+const XML_DECLARATION: &[u8] =
+    b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<?xml-stylesheet type=\"text/xsl\" href=\"sitemap.xsl\"?>\n";
 const URLSET_OPEN: &[u8] = b"<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
 const URLSET_CLOSE: &[u8] = b"</urlset>\n";
 const INDEX_OPEN: &[u8] = b"<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
@@ -352,6 +355,7 @@ mod tests {
         assert_eq!(
             page(&[full, entry("https://example.com/")]),
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <?xml-stylesheet type=\"text/xsl\" href=\"sitemap.xsl\"?>\n\
              <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
              <url><loc>https://example.com/a?b=1&amp;c=&lt;2&gt;&quot;&apos;</loc>\
              <lastmod>2026-11-21T07:30:05+00:00</lastmod><changefreq>weekly</changefreq>\
@@ -555,6 +559,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).expect("ascii"),
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <?xml-stylesheet type=\"text/xsl\" href=\"sitemap.xsl\"?>\n\
              <sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
              <sitemap><loc>https://example.com/shop/sitemap-blog-2.xml.gz</loc>\
              <lastmod>2026-11-21T09:30:00.5+00:00</lastmod></sitemap>\n\

@@ -1,0 +1,123 @@
+//! A person opening a sitemap in a browser sees a table, not raw XML:
+//! headless Chromium loads the documents from the running server, applies
+//! `sitemap.xsl`, and the rendered page is checked (and photographed into
+//! `target/`).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use sqlx::PgPool;
+
+use crate::helpers::{BASE_URL, TestApp, assert_well_formed, header};
+
+/// Runs headless Chromium off the test's one runtime thread, which the
+/// server needs to answer it.
+async fn chromium(action: Vec<String>, url: String) -> String {
+    tokio::task::spawn_blocking(move || {
+        let profile = tempfile::TempDir::new().expect("profile directory");
+        let output = Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1280,900",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(&action)
+            .arg(&url)
+            .output()
+            .expect("chromium runs (Debian package chromium)");
+        assert!(
+            output.status.success(),
+            "chromium {action:?} {url}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("UTF-8 DOM")
+    })
+    .await
+    .expect("chromium finished")
+}
+
+fn screenshot_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+#[sqlx::test]
+async fn a_browser_shows_the_index_and_pages_as_tables(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = 3).await;
+    sqlx::query(
+        "INSERT INTO sitemap_urls (loc, lastmod, changefreq, priority) VALUES
+         ($1 || 'shoes?size=42&color=red', '2026-03-04 05:06:07+00', 'weekly', 0.8),
+         ($1 || 'caf' || chr(233), NULL, NULL, NULL),
+         ($1 || 'about', '2025-12-31', 'yearly', 0.3),
+         ($1 || 'contact', NULL, 'never', NULL)",
+    )
+    .bind(BASE_URL)
+    .execute(&app.pool)
+    .await
+    .expect("seed");
+
+    let index = chromium(vec!["--dump-dom".into()], app.url("/sitemap_index.xml")).await;
+    assert!(index.contains("<h1>Sitemap index</h1>"), "{index}");
+    assert!(index.contains("2 sitemaps"), "{index}");
+    assert!(
+        index.contains(&format!(r#"href="{BASE_URL}sitemap-1.xml""#)),
+        "links to the readable pages: {index}"
+    );
+    assert!(
+        index.contains(&format!("{BASE_URL}sitemap-2.xml.gz")),
+        "{index}"
+    );
+
+    let page = chromium(vec!["--dump-dom".into()], app.url("/sitemap-1.xml")).await;
+    assert!(page.contains("3 URLs"), "{page}");
+    assert!(
+        page.contains(r#"<a href="sitemap_index.xml">sitemap index</a>"#),
+        "{page}"
+    );
+    for text in [
+        format!("{BASE_URL}shoes?size=42&amp;color=red"),
+        format!("{BASE_URL}caf%C3%A9"),
+        "2026-03-04 05:06:07 UTC".to_owned(),
+        "2025-12-31 00:00:00 UTC".to_owned(),
+        "<td>weekly</td>".to_owned(),
+        "<td>0.8</td>".to_owned(),
+    ] {
+        assert!(page.contains(&text), "missing {text} in {page}");
+    }
+
+    for (name, path) in [
+        ("sitemap-index.png", "/sitemap_index.xml"),
+        ("sitemap-page.png", "/sitemap-1.xml"),
+    ] {
+        let file = screenshot_path(name);
+        let _ = std::fs::remove_file(&file);
+        chromium(
+            vec![format!("--screenshot={}", file.display())],
+            app.url(path),
+        )
+        .await;
+        let png = std::fs::read(&file).expect("screenshot written");
+        assert!(png.starts_with(b"\x89PNG"), "{name} is a PNG");
+    }
+}
+
+#[sqlx::test]
+async fn the_stylesheet_is_served_beside_the_documents(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.base_url = "https://www.example.com/shop/".into()
+    })
+    .await;
+    let response = app
+        .get_as("www.example.com", "/shop/sitemap.xsl", &[])
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "content-type"), "text/xsl; charset=utf-8");
+    assert!(response.headers().get("etag").is_some());
+    assert_well_formed(&response.bytes().await.expect("stylesheet"));
+}
