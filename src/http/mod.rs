@@ -18,7 +18,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use error::HttpError;
 pub use sitemaps::{robots_txt, sitemap_line};
@@ -86,20 +86,23 @@ pub fn router(state: AppState) -> Router {
             add_retry_after,
         ))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                // Sitemap routes are resolved by site inside the handler, which
-                // records the route template then.
-                let route = request
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map(MatchedPath::as_str);
-                tracing::info_span!(
-                    "request",
-                    method = %request.method(),
-                    route = route.map(tracing::field::display),
-                    path = %request.uri().path()
-                )
-            }),
+            TraceLayer::new_for_http()
+                // One line per request, in its span: status and latency.
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO))
+                .make_span_with(|request: &Request| {
+                    // Sitemap routes are resolved by site inside the handler, which
+                    // records the route template then.
+                    let route = request
+                        .extensions()
+                        .get::<MatchedPath>()
+                        .map(MatchedPath::as_str);
+                    tracing::info_span!(
+                        "request",
+                        method = %request.method(),
+                        route = route.map(tracing::field::display),
+                        path = %request.uri().path()
+                    )
+                }),
         )
         .with_state(state)
 }

@@ -125,3 +125,26 @@ async fn the_health_check_command_asks_the_running_service(pool: PgPool) {
         .expect("a free port");
     assert!(!health(closed.to_string()).await.expect("ran"));
 }
+
+#[test]
+fn sitemapd_robots_prints_a_line_per_configured_site() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+        .arg("robots")
+        .env("SITEMAPD_BASE_URL", "https://www.example.com/")
+        .env(
+            "SITEMAPD_SITES__SHOP__BASE_URL",
+            "https://www.example.com/shop",
+        )
+        .output()
+        .expect("the binary runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).expect("UTF-8"),
+        "Sitemap: https://www.example.com/sitemap_index.xml\n\
+         Sitemap: https://www.example.com/shop/sitemap_index.xml\n"
+    );
+}
