@@ -402,6 +402,32 @@ mod tests {
     }
 
     #[test]
+    fn robots_text_comes_from_the_setting_or_a_file() {
+        let dir = tempfile::TempDir::new().expect("temp dir");
+        let file = dir.path().join("robots.txt");
+        std::fs::write(&file, "User-agent: *\nDisallow: /cart/\n").expect("write");
+        let mut settings = Settings::defaults();
+        settings.robots_file = Some(file.clone());
+        let site = settings.sites().expect("valid").remove(0);
+        assert_eq!(
+            site.robots_txt.as_deref(),
+            Some("User-agent: *\nDisallow: /cart/\n")
+        );
+
+        settings.robots_txt = Some("User-agent: *".into());
+        let both = settings.sites().expect_err("text and file").to_string();
+        assert!(both.contains("robots_txt or robots_file"), "{both}");
+
+        settings.robots_txt = None;
+        settings.robots_file = Some(dir.path().join("missing.txt"));
+        let missing = settings.sites().expect_err("missing file").to_string();
+        assert!(
+            missing.contains("`robots_file`") && missing.contains("missing.txt"),
+            "{missing}"
+        );
+    }
+
+    #[test]
     fn database_password_is_redacted() {
         let url = DatabaseUrl::new("postgres://app:s3cret@db:5432/sitemapd");
         assert_eq!(format!("{url:?}"), "postgres://app:***@db:5432/sitemapd");
