@@ -13,6 +13,7 @@
 //! - [`render`] — one page from rows to (compressed) body chunks, off the
 //!   request's connection.
 //! - [`http`] — routes, errors as responses, shared state.
+//! - [`ingest`] — the rules every incoming record is checked and normalised by.
 //! - [`skips`] — logs, once each, the rows that cannot be served.
 //! - [`demo`] — synthetic rows for a first look and for benchmarks.
 //! - [`telemetry`] — logging.
@@ -23,6 +24,7 @@
 pub mod config;
 pub mod demo;
 pub mod http;
+pub mod ingest;
 pub mod metrics;
 pub mod render;
 pub mod sitemap;

@@ -176,3 +176,43 @@ async fn rows_copied_with_their_page_are_counted_and_kept_within_limits(pool: Pg
     );
     assert_eq!(app.served_locs().await, app.table_locs().await);
 }
+
+#[sqlx::test]
+async fn the_validator_and_the_schema_agree_on_which_locs_a_site_serves(pool: PgPool) {
+    use sitemapd::ingest::validate::{RawRecord, Validator};
+
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.base_url = "https://www.example.com/shop/".into();
+    let sites = settings.sites().expect("valid");
+    let site = &sites[0];
+    let validator = Validator::new(&sites, "default", "", time::OffsetDateTime::now_utc());
+    for loc in [
+        "https://www.example.com/shop/",
+        "https://www.example.com/shop/a?b=c&d=e",
+        "HTTPS://WWW.EXAMPLE.COM/shop/Caf\u{e9}",
+        "https://www.example.com:443/shop/x",
+        "https://www.example.com/shop/a/../../x",
+        "https://www.example.com/shopping",
+        "https://www.example.com/Shop/x",
+        "https://www.example.com:8443/shop/x",
+        "http://www.example.com/shop/x",
+        "https://example.com/shop/x",
+        "https://www.example.com.evil.org/shop/x",
+    ] {
+        let record = RawRecord {
+            loc: Some(loc.into()),
+            ..RawRecord::default()
+        };
+        let accepted = validator.validate(&record);
+        // What the validator would store, or the loc as given if it refused it.
+        let stored = accepted.as_ref().map_or(loc.to_owned(), |r| r.loc.clone());
+        let served: bool = sqlx::query_scalar("SELECT sitemap_loc_in_scope($1, $2, $3)")
+            .bind(&stored)
+            .bind(&site.origin)
+            .bind(&site.path_prefix)
+            .fetch_one(&pool)
+            .await
+            .expect("scope");
+        assert_eq!(accepted.is_ok(), served, "{loc} (stored as {stored})");
+    }
+}

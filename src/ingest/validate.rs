@@ -1,0 +1,542 @@
+//! One rulebook for what a valid record is, used by every way records come
+//! in (import files, the write API), so a record accepted by one is accepted
+//! by all and stored the same way.
+//!
+//! Locs are normalised once, here, to the WHATWG URL serialisation: scheme
+//! and host lower-cased, IDN hosts in punycode, default ports dropped, dot
+//! segments resolved, non-ASCII percent-encoded as UTF-8. So the stored loc
+//! is exactly what sitemaps serve, and `…/café` and `…/caf%C3%A9` cannot
+//! become two rows for one page. Whitespace and control characters are
+//! refused rather than encoded: they are almost always a bug upstream.
+
+use std::fmt;
+
+use serde::Deserialize;
+use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
+use url::Url;
+
+use crate::config::Site;
+use crate::sitemap::name::is_section_slug;
+use crate::sitemap::writer::MAX_LOC_CHARS;
+
+/// How far in the future a lastmod may be, for clocks that disagree a little.
+pub const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
+
+/// Values quoted in errors are cut to this many characters.
+const QUOTE_CHARS: usize = 100;
+
+/// The seven `<changefreq>` values of the protocol.
+pub const CHANGEFREQS: [&str; 7] = [
+    "always", "hourly", "daily", "weekly", "monthly", "yearly", "never",
+];
+
+/// A record as it arrives: every field optional text, checked by
+/// [`Validator::validate`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRecord {
+    pub loc: Option<String>,
+    pub lastmod: Option<String>,
+    pub changefreq: Option<String>,
+    #[serde(default, deserialize_with = "number_or_text")]
+    pub priority: Option<String>,
+    pub section: Option<String>,
+    pub site: Option<String>,
+}
+
+/// A valid record, normalised, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub site: String,
+    pub section: String,
+    pub loc: String,
+    pub lastmod: Option<OffsetDateTime>,
+    pub changefreq: Option<&'static str>,
+    pub priority: Option<f32>,
+}
+
+/// One broken rule: which field, the value (cut short), and the rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: &'static str,
+    pub value: String,
+    pub rule: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?}: {}", self.field, self.value, self.rule)
+    }
+}
+
+/// Checks records against the configured sites, as of a moment.
+#[derive(Debug, Clone)]
+pub struct Validator<'a> {
+    sites: &'a [Site],
+    /// The site of records that name none (the primary site, or `--site`).
+    default_site: &'a str,
+    /// The section of records that name none (`""`, or `--section`).
+    default_section: &'a str,
+    now: OffsetDateTime,
+}
+
+impl<'a> Validator<'a> {
+    pub fn new(
+        sites: &'a [Site],
+        default_site: &'a str,
+        default_section: &'a str,
+        now: OffsetDateTime,
+    ) -> Self {
+        Validator {
+            sites,
+            default_site,
+            default_section,
+            now,
+        }
+    }
+
+    /// The record, valid and normalised, or every rule it breaks.
+    pub fn validate(&self, raw: &RawRecord) -> Result<Record, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let site_name = raw.site.as_deref().unwrap_or(self.default_site);
+        let site = self.sites.iter().find(|s| s.name == site_name);
+        if site.is_none() {
+            let known: Vec<&str> = self.sites.iter().map(|s| s.name.as_str()).collect();
+            errors.push(error(
+                "site",
+                site_name,
+                format!("a configured site ({})", known.join(", ")),
+            ));
+        }
+        let section = raw.section.as_deref().unwrap_or(self.default_section);
+        if !section.is_empty() && !is_section_slug(section) {
+            errors.push(error(
+                "section",
+                section,
+                "a slug: lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64".into(),
+            ));
+        }
+        let loc = match raw.loc.as_deref() {
+            None | Some("") => {
+                errors.push(error("loc", "", "required".into()));
+                None
+            }
+            Some(loc) => check_loc(loc, site)
+                .map_err(|rule| errors.push(error("loc", loc, rule)))
+                .ok(),
+        };
+        let lastmod = raw.lastmod.as_deref().and_then(|value| {
+            parse_w3c_datetime(value)
+                .ok_or_else(|| {
+                    "a W3C datetime: YYYY, YYYY-MM, YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.s]] with Z or ±hh:mm".to_owned()
+                })
+                .and_then(|at| {
+                    if at > self.now + CLOCK_SKEW {
+                        Err(format!("not in the future (now is {})", self.now))
+                    } else {
+                        Ok(at)
+                    }
+                })
+                .map_err(|rule| errors.push(error("lastmod", value, rule)))
+                .ok()
+        });
+        let changefreq = raw.changefreq.as_deref().and_then(|value| {
+            let lower = value.to_ascii_lowercase();
+            let found = CHANGEFREQS.iter().copied().find(|c| *c == lower);
+            if found.is_none() {
+                errors.push(error(
+                    "changefreq",
+                    value,
+                    format!("one of {}", CHANGEFREQS.join(", ")),
+                ));
+            }
+            found
+        });
+        let priority = raw.priority.as_deref().and_then(|value| {
+            match value.trim().parse::<f64>() {
+                Ok(p) if (0.0..=1.0).contains(&p) => return Some(p as f32),
+                _ => errors.push(error("priority", value, "a number from 0.0 to 1.0".into())),
+            }
+            None
+        });
+        match (errors.is_empty(), loc, site) {
+            (true, Some(loc), Some(site)) => Ok(Record {
+                site: site.name.clone(),
+                section: section.to_owned(),
+                loc,
+                lastmod,
+                changefreq,
+                priority,
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// The normalised loc, or the rule it breaks.
+fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
+    if let Some((i, c)) = loc
+        .char_indices()
+        .find(|(_, c)| c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "no whitespace or control characters ({c:?} at byte {i})"
+        ));
+    }
+    let url = Url::parse(loc).map_err(|e| format!("an absolute URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("an http:// or https:// URL".into());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("a URL with a host".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("a URL without credentials".into());
+    }
+    if url.fragment().is_some() {
+        return Err("a URL without #fragment (crawlers drop it)".into());
+    }
+    let normalised = String::from(url);
+    if normalised.chars().count() > MAX_LOC_CHARS {
+        return Err(format!(
+            "at most {MAX_LOC_CHARS} characters, once normalised"
+        ));
+    }
+    if let Some(site) = site {
+        let under_base = normalised
+            .strip_prefix(&site.origin)
+            .is_some_and(|path| path.starts_with(&site.path_prefix));
+        if !under_base {
+            return Err(format!("under the site's base URL {}", site.base_url));
+        }
+    }
+    Ok(normalised)
+}
+
+/// Parses the W3C datetime profile of ISO 8601 (YYYY, YYYY-MM, YYYY-MM-DD,
+/// then hh:mm, hh:mm:ss or hh:mm:ss.s with a zone designator) into UTC.
+pub fn parse_w3c_datetime(value: &str) -> Option<OffsetDateTime> {
+    let (date, time) = match value.split_once('T') {
+        Some((date, time)) => (date, Some(time)),
+        None => (value, None),
+    };
+    let mut parts = date.split('-');
+    let year: i32 = digits(parts.next()?, 4)?;
+    let month: u8 = parts.next().map_or(Some(1), |m| digits(m, 2))?;
+    let day: u8 = parts.next().map_or(Some(1), |d| digits(d, 2))?;
+    if parts.next().is_some() || (time.is_some() && date.len() != 10) {
+        return None;
+    }
+    let date = Date::from_calendar_date(year, Month::try_from(month).ok()?, day).ok()?;
+    let Some(time) = time else {
+        return Some(date.midnight().assume_utc());
+    };
+    let (clock, offset) = if let Some(clock) = time.strip_suffix('Z') {
+        (clock, UtcOffset::UTC)
+    } else {
+        let sign_at = time.rfind(['+', '-'])?;
+        let (clock, zone) = time.split_at(sign_at);
+        let (hours, minutes) = zone[1..].split_once(':')?;
+        let (hours, minutes): (i8, i8) = (digits(hours, 2)?, digits(minutes, 2)?);
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        (
+            clock,
+            UtcOffset::from_hms(sign * hours, sign * minutes, 0).ok()?,
+        )
+    };
+    let mut fields = clock.split(':');
+    let hour: u8 = digits(fields.next()?, 2)?;
+    let minute: u8 = digits(fields.next()?, 2)?;
+    let (second, nanos) = match fields.next() {
+        None => (0, 0),
+        Some(seconds) => {
+            let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
+            let second: u8 = digits(whole, 2)?;
+            if seconds.contains('.')
+                && (fraction.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return None;
+            }
+            let nanos = format!("{fraction:0<9}").get(..9)?.parse().ok()?;
+            (second, nanos)
+        }
+    };
+    if fields.next().is_some() {
+        return None;
+    }
+    let time = Time::from_hms_nano(hour, minute, second, nanos).ok()?;
+    Some(
+        PrimitiveDateTime::new(date, time)
+            .assume_offset(offset)
+            .to_offset(UtcOffset::UTC),
+    )
+}
+
+/// Exactly `n` ASCII digits, parsed.
+fn digits<T: std::str::FromStr>(s: &str, n: usize) -> Option<T> {
+    if s.len() == n && s.bytes().all(|b| b.is_ascii_digit()) {
+        s.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn error(field: &'static str, value: &str, rule: String) -> FieldError {
+    let value = match value.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+        None => value.to_owned(),
+    };
+    FieldError { field, value, rule }
+}
+
+/// JSON may give priority as a number or as text; both become text here.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(f64),
+        Text(String),
+    }
+    Ok(
+        Option::<NumberOrText>::deserialize(deserializer)?.map(|v| match v {
+            NumberOrText::Number(n) => n.to_string(),
+            NumberOrText::Text(t) => t,
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::config::Settings;
+
+    const NOW: OffsetDateTime = datetime!(2026-11-21 12:00 UTC);
+
+    fn sites() -> Vec<Site> {
+        let mut settings = Settings::defaults();
+        settings.base_url = "https://www.example.com/shop/".into();
+        settings.sites.insert(
+            "blog".into(),
+            crate::config::SiteSettings {
+                base_url: "https://blog.example.org/".into(),
+                robots_txt: None,
+                robots_file: None,
+            },
+        );
+        settings.sites().expect("valid")
+    }
+
+    fn raw(loc: &str) -> RawRecord {
+        RawRecord {
+            loc: Some(loc.into()),
+            ..RawRecord::default()
+        }
+    }
+
+    fn check(record: RawRecord) -> Result<Record, Vec<FieldError>> {
+        let sites = sites();
+        Validator::new(&sites, "default", "", NOW).validate(&record)
+    }
+
+    fn rejected(record: RawRecord, field: &str, rule_part: &str) {
+        let errors = check(record.clone()).expect_err(&format!("{record:?} is refused"));
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.field == field && e.rule.contains(rule_part)),
+            "{record:?}: {errors:?}"
+        );
+    }
+
+    #[test]
+    fn loc_rules() {
+        rejected(RawRecord::default(), "loc", "required");
+        rejected(raw("www.example.com/shop/x"), "loc", "absolute URL");
+        rejected(raw("ftp://www.example.com/shop/x"), "loc", "http");
+        rejected(raw("https://www.example.com/shop/a b"), "loc", "whitespace");
+        rejected(raw("https://www.example.com/shop/a\u{7}"), "loc", "control");
+        rejected(
+            raw("https://user:pw@www.example.com/shop/x"),
+            "loc",
+            "credentials",
+        );
+        rejected(raw("https://www.example.com/shop/x#top"), "loc", "fragment");
+        rejected(raw("https://other.example.com/shop/x"), "loc", "base URL");
+        rejected(raw("http://www.example.com/shop/x"), "loc", "base URL");
+        rejected(raw("https://www.example.com/x"), "loc", "base URL");
+        rejected(
+            raw("https://www.example.com/shop/../admin"),
+            "loc",
+            "base URL",
+        );
+        rejected(
+            raw("https://www.example.com:8443/shop/x"),
+            "loc",
+            "base URL",
+        );
+        let long = format!("https://www.example.com/shop/{}", "a".repeat(2048));
+        rejected(raw(&long), "loc", "2048");
+
+        let edge = format!("https://www.example.com/shop/{}", "a".repeat(2048 - 29));
+        assert_eq!(check(raw(&edge)).expect("exactly 2,048").loc.len(), 2048);
+        for (given, stored) in [
+            (
+                "HTTPS://WWW.Example.COM:443/shop/Caf\u{e9}?q=\u{fc}&x=%41",
+                "https://www.example.com/shop/Caf%C3%A9?q=%C3%BC&x=%41",
+            ),
+            (
+                "https://www.example.com/shop/a/./b/../c",
+                "https://www.example.com/shop/a/c",
+            ),
+            (
+                "https://www.example.com/shop/",
+                "https://www.example.com/shop/",
+            ),
+            (
+                "https://www.example.com/shop/a&b<c>\"'",
+                "https://www.example.com/shop/a&b%3Cc%3E%22'",
+            ),
+        ] {
+            assert_eq!(check(raw(given)).expect(given).loc, stored);
+        }
+    }
+
+    #[test]
+    fn lastmod_rules() {
+        let at = |value: &str| {
+            check(RawRecord {
+                lastmod: Some(value.into()),
+                ..raw("https://www.example.com/shop/x")
+            })
+        };
+        for (given, parsed) in [
+            ("2026", datetime!(2026-01-01 00:00 UTC)),
+            ("2026-03", datetime!(2026-03-01 00:00 UTC)),
+            ("2026-03-04", datetime!(2026-03-04 00:00 UTC)),
+            ("2026-03-04T05:06Z", datetime!(2026-03-04 05:06 UTC)),
+            (
+                "2026-03-04T05:06:07+02:00",
+                datetime!(2026-03-04 03:06:07 UTC),
+            ),
+            (
+                "2026-03-04T05:06:07.25-01:30",
+                datetime!(2026-03-04 06:36:07.25 UTC),
+            ),
+            ("2026-11-21T12:04:59Z", datetime!(2026-11-21 12:04:59 UTC)),
+        ] {
+            assert_eq!(at(given).expect(given).lastmod, Some(parsed), "{given}");
+        }
+        for bad in [
+            "26-03-04",
+            "2026-3-4",
+            "2026-02-30",
+            "2026-03-04T05:06",
+            "2026-03-04 05:06:07Z",
+            "2026-03-04T25:00Z",
+            "2026-03-04T05:06:07.Z",
+            "2026-03T05:06Z",
+            "yesterday",
+            "",
+        ] {
+            let errors = at(bad).expect_err(bad);
+            assert_eq!(errors[0].field, "lastmod", "{bad}");
+            assert!(errors[0].rule.contains("W3C datetime"), "{bad}: {errors:?}");
+        }
+        let errors = at("2026-11-21T12:06Z").expect_err("future");
+        assert!(errors[0].rule.contains("future"), "{errors:?}");
+    }
+
+    #[test]
+    fn changefreq_priority_section_and_site_rules() {
+        fn with(f: impl FnOnce(&mut RawRecord)) -> RawRecord {
+            let mut record = raw("https://www.example.com/shop/x");
+            f(&mut record);
+            record
+        }
+        assert_eq!(
+            check(with(|r| r.changefreq = Some("Weekly".into())))
+                .expect("case")
+                .changefreq,
+            Some("weekly")
+        );
+        rejected(
+            with(|r| r.changefreq = Some("sometimes".into())),
+            "changefreq",
+            "one of always",
+        );
+        assert_eq!(
+            check(with(|r| r.priority = Some("1".into())))
+                .expect("1")
+                .priority,
+            Some(1.0)
+        );
+        assert_eq!(
+            check(with(|r| r.priority = Some("0.0".into())))
+                .expect("0")
+                .priority,
+            Some(0.0)
+        );
+        for bad in ["1.01", "-0.1", "NaN", "high", ""] {
+            rejected(
+                with(|r| r.priority = Some(bad.into())),
+                "priority",
+                "0.0 to 1.0",
+            );
+        }
+        assert_eq!(
+            check(with(|r| r.section = Some("news-de_2".into())))
+                .expect("slug")
+                .section,
+            "news-de_2"
+        );
+        rejected(with(|r| r.section = Some("News".into())), "section", "slug");
+        rejected(with(|r| r.section = Some("a/b".into())), "section", "slug");
+        let blog = check(RawRecord {
+            site: Some("blog".into()),
+            ..raw("https://blog.example.org/post")
+        })
+        .expect("another configured site");
+        assert_eq!(blog.site, "blog");
+        rejected(
+            with(|r| r.site = Some("nope".into())),
+            "site",
+            "configured site (default, blog)",
+        );
+    }
+
+    #[test]
+    fn every_broken_rule_is_reported_with_a_short_value() {
+        let errors = check(RawRecord {
+            loc: Some(format!("ftp://{}", "x".repeat(500))),
+            lastmod: Some("soon".into()),
+            changefreq: Some("rarely".into()),
+            priority: Some("2".into()),
+            section: Some("Bad".into()),
+            site: None,
+        })
+        .expect_err("all wrong");
+        let fields: Vec<&str> = errors.iter().map(|e| e.field).collect();
+        assert_eq!(
+            fields,
+            ["section", "loc", "lastmod", "changefreq", "priority"]
+        );
+        assert!(
+            errors[1].value.chars().count() <= QUOTE_CHARS + 1 && errors[1].value.ends_with('…')
+        );
+    }
+
+    #[test]
+    fn json_priority_may_be_a_number() {
+        let record: RawRecord =
+            serde_json::from_str(r#"{"loc": "https://www.example.com/shop/x", "priority": 0.5}"#)
+                .expect("JSON");
+        assert_eq!(record.priority.as_deref(), Some("0.5"));
+        let unknown =
+            serde_json::from_str::<RawRecord>(r#"{"loc": "x", "prio": 1}"#).expect_err("typo");
+        assert!(unknown.to_string().contains("prio"), "{unknown}");
+    }
+}
