@@ -8,6 +8,10 @@ use clap::{Parser, Subcommand};
 use sitemapd::config::Settings;
 use sitemapd::sitemap::name::is_section_slug;
 use sitemapd::store::Store;
+use std::process::ExitCode;
+
+use sitemapd::ingest::formats::{Format, Input};
+use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
 use tokio::net::TcpListener;
 
 #[derive(Debug, Parser)]
@@ -29,6 +33,36 @@ enum Command {
     Migrate,
     /// Print the robots.txt lines that make crawlers find every site's index.
     Robots,
+    /// Import records from a file: all or nothing unless --skip-invalid.
+    /// Exit code 0 when clean, 1 when records were rejected, 2 on a usage or
+    /// I/O error.
+    Import {
+        /// The file, or - for standard input (gzip is recognised).
+        file: String,
+        /// jsonl, csv (with a header row) or sitemap (.xml/.xml.gz, a
+        /// sitemap or a sitemap index whose children sit beside it).
+        #[arg(long)]
+        format: Format,
+        /// Site of records that name none (default: the primary site).
+        #[arg(long)]
+        site: Option<String>,
+        /// Section of records that name none (default: the default section).
+        #[arg(long, value_parser = parse_section)]
+        section: Option<String>,
+        /// Validate and report what would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Make the section hold exactly the file's URLs: its rows absent
+        /// from the file are deleted, in the same transaction.
+        #[arg(long)]
+        replace: bool,
+        /// Write the valid records even if some are invalid.
+        #[arg(long)]
+        skip_invalid: bool,
+        /// Rejected records reported in detail (all are counted).
+        #[arg(long, default_value_t = 100)]
+        max_errors: usize,
+    },
     /// Exit 0 if the service on `listen` answers its /healthz (for container
     /// health checks, which may have no shell or curl).
     Health,
@@ -55,8 +89,17 @@ fn parse_section(s: &str) -> Result<String, String> {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> ExitCode {
+    match run(Cli::parse()).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("Error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let settings = Settings::load(cli.config.as_deref())?;
     sitemapd::telemetry::init(settings.log_format);
 
@@ -67,6 +110,44 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Health => health(settings.listen).await?,
+        Command::Import {
+            file,
+            format,
+            site,
+            section,
+            dry_run,
+            replace,
+            skip_invalid,
+            max_errors,
+        } => {
+            let (store, state) = connect(&settings).await?;
+            let input = if file == "-" {
+                Input::Stdin
+            } else {
+                Input::File(file.into())
+            };
+            let options = ImportOptions {
+                format,
+                site,
+                section,
+                dry_run,
+                replace,
+                skip_invalid,
+                max_reported: max_errors,
+            };
+            let report = import(
+                &store,
+                state.sites.all(),
+                input,
+                &options,
+                progress_reporter(),
+            )
+            .await?;
+            print_report(&report, &options);
+            if report.invalid > 0 {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Command::Serve => {
             let (_, state) = connect(&settings).await?;
             let metrics_listener = match settings.metrics_listen {
@@ -121,7 +202,51 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Counts records read: a spinner on a terminal, plain lines otherwise.
+fn progress_reporter() -> impl Fn(u64) + Send + Sync + 'static {
+    use std::io::IsTerminal;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {pos} records read ({per_sec}, {elapsed})",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    });
+    move |read| match &bar {
+        Some(bar) => bar.set_position(read),
+        None => eprintln!("{read} records read"),
+    }
+}
+
+fn print_report(report: &ImportReport, options: &ImportOptions) {
+    for rejected in &report.rejected {
+        let reasons: Vec<String> = rejected.errors.iter().map(ToString::to_string).collect();
+        eprintln!("{}: {}", rejected.position, reasons.join("; "));
+    }
+    if report.invalid > report.rejected.len() as u64 {
+        eprintln!(
+            "… and {} more rejected records",
+            report.invalid - report.rejected.len() as u64
+        );
+    }
+    let c = report.counts;
+    let outcome = if report.written {
+        "written"
+    } else if options.dry_run {
+        "dry run: nothing written"
+    } else {
+        "nothing written: fix the rejected records, or pass --skip-invalid to write the valid ones"
+    };
+    eprintln!(
+        "{} records read, {} rejected; inserted {}, updated {}, unchanged {}, deleted {} ({outcome})",
+        report.read, report.invalid, c.inserted, c.updated, c.unchanged, c.deleted
+    );
 }
 
 /// Asks the local service for /healthz over plain HTTP/1.0.

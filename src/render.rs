@@ -118,7 +118,7 @@ impl SkipLog {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if seen.len() < SKIP_LOG_MEMORY && seen.insert(row.id) {
-            tracing::warn!(site, row_id = row.id, loc = %truncated(&row.loc), %reason, "row left out of its sitemap");
+            tracing::warn!(site, row_id = row.id, loc = %truncated(&row.loc, LOGGED_LOC_CHARS), %reason, "row left out of its sitemap");
         }
     }
 }
@@ -277,11 +277,14 @@ impl Sink {
     }
 }
 
-/// A loc cut for a log line: long enough to recognise, never a flood.
-pub fn truncated(loc: &str) -> String {
-    const KEEP: usize = 200;
-    match loc.char_indices().nth(KEEP) {
-        Some((cut, _)) => format!("{}…", &loc[..cut]),
-        None => loc.to_owned(),
+/// A value cut for a log line or an error message: long enough to
+/// recognise, never a flood.
+pub fn truncated(value: &str, max_chars: usize) -> String {
+    match value.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+        None => value.to_owned(),
     }
 }
+
+/// How much of a loc log lines quote.
+pub const LOGGED_LOC_CHARS: usize = 200;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::render::truncated;
+use crate::render::{LOGGED_LOC_CHARS, truncated};
 use crate::store::{self, SkippedRow, Store};
 
 /// Rows taken from the database per round.
@@ -21,7 +21,7 @@ pub async fn report_new_skips(store: &Store) -> Result<Vec<SkippedRow>, store::E
                 site = %row.site,
                 section = %row.section,
                 row_id = row.id,
-                loc = %truncated(&row.loc),
+                loc = %truncated(&row.loc, LOGGED_LOC_CHARS),
                 reason = %row.reason,
                 "row left out of the sitemaps"
             );

@@ -282,6 +282,116 @@ impl Store {
     }
 }
 
+/// What an import did (or, rolled back, would have done) to the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportCounts {
+    pub inserted: u64,
+    pub updated: u64,
+    /// Records identical to their row: nothing written, no lastmod moved.
+    pub unchanged: u64,
+    /// Rows `--replace` removed because the file no longer has them.
+    pub deleted: u64,
+}
+
+/// One import's transaction: rows are copied into a staging table, then
+/// applied in one statement. Dropping it unapplied rolls everything back.
+#[derive(Debug)]
+pub struct ImportSession {
+    tx: sqlx::Transaction<'static, Postgres>,
+}
+
+impl Store {
+    /// Starts an import: a transaction holding an empty staging table.
+    pub async fn begin_import(&self) -> Result<ImportSession, Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "CREATE TEMP TABLE import_staging (
+                 ord bigint NOT NULL,
+                 site text NOT NULL,
+                 section text NOT NULL,
+                 loc text NOT NULL,
+                 lastmod timestamptz,
+                 changefreq text,
+                 priority real
+             ) ON COMMIT DROP",
+        )
+        .execute(&mut *tx)
+        .await?;
+        Ok(ImportSession { tx })
+    }
+}
+
+impl ImportSession {
+    /// Copies rows, in `COPY` text format, into the staging table.
+    pub async fn copy(&mut self, rows: Vec<u8>) -> Result<(), Error> {
+        let mut copy = self
+            .tx
+            .copy_in_raw("COPY import_staging FROM STDIN")
+            .await?;
+        copy.send(rows).await?;
+        copy.finish().await?;
+        Ok(())
+    }
+
+    /// Applies the staged rows: one upsert that writes a row only where a
+    /// field differs (a file's later duplicate of a loc wins), then, with
+    /// `replace`, deletes that section's rows the file does not have.
+    pub async fn apply(&mut self, replace: Option<(&str, &str)>) -> Result<ImportCounts, Error> {
+        sqlx::query("ANALYZE import_staging")
+            .execute(&mut *self.tx)
+            .await?;
+        let (inserted, updated, staged): (i64, i64, i64) = sqlx::query_as(
+            "WITH staged AS (
+                 SELECT DISTINCT ON (site, loc) site, section, loc, lastmod, changefreq, priority, ord
+                 FROM import_staging
+                 ORDER BY site, loc, ord DESC
+             ), written AS (
+                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority)
+                 SELECT site, section, loc, lastmod, changefreq, priority FROM staged ORDER BY ord
+                 ON CONFLICT (site, loc) DO UPDATE
+                 SET section = excluded.section, lastmod = excluded.lastmod,
+                     changefreq = excluded.changefreq, priority = excluded.priority
+                 WHERE (u.section, u.lastmod, u.changefreq, u.priority)
+                       IS DISTINCT FROM (excluded.section, excluded.lastmod, excluded.changefreq, excluded.priority)
+                 RETURNING (xmax = 0) AS inserted
+             )
+             SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted),
+                    (SELECT count(*) FROM staged)
+             FROM written",
+        )
+        .fetch_one(&mut *self.tx)
+        .await?;
+        let deleted = match replace {
+            None => 0,
+            Some((site, section)) => sqlx::query(
+                "DELETE FROM sitemap_urls u
+                 WHERE u.site = $1 AND u.section = $2
+                   AND NOT EXISTS (SELECT 1 FROM import_staging s WHERE s.site = u.site AND s.loc = u.loc)",
+            )
+            .bind(site)
+            .bind(section)
+            .execute(&mut *self.tx)
+            .await?
+            .rows_affected(),
+        };
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(ImportCounts {
+            inserted: count(inserted),
+            updated: count(updated),
+            unchanged: count(staged - inserted - updated),
+            deleted,
+        })
+    }
+
+    pub async fn commit(self) -> Result<(), Error> {
+        Ok(self.tx.commit().await?)
+    }
+
+    pub async fn rollback(self) -> Result<(), Error> {
+        Ok(self.tx.rollback().await?)
+    }
+}
+
 fn pool_options(settings: &Settings) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(settings.db_max_connections)

@@ -16,6 +16,7 @@ use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 use url::Url;
 
 use crate::config::Site;
+use crate::render::truncated;
 use crate::sitemap::name::is_section_slug;
 use crate::sitemap::writer::MAX_LOC_CHARS;
 
@@ -23,7 +24,7 @@ use crate::sitemap::writer::MAX_LOC_CHARS;
 pub const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
 
 /// Values quoted in errors are cut to this many characters.
-const QUOTE_CHARS: usize = 100;
+pub const QUOTE_CHARS: usize = 100;
 
 /// The seven `<changefreq>` values of the protocol.
 pub const CHANGEFREQS: [&str; 7] = [
@@ -282,11 +283,11 @@ fn digits<T: std::str::FromStr>(s: &str, n: usize) -> Option<T> {
 }
 
 fn error(field: &'static str, value: &str, rule: String) -> FieldError {
-    let value = match value.char_indices().nth(QUOTE_CHARS) {
-        Some((cut, _)) => format!("{}…", &value[..cut]),
-        None => value.to_owned(),
-    };
-    FieldError { field, value, rule }
+    FieldError {
+        field,
+        value: truncated(value, QUOTE_CHARS),
+        rule,
+    }
 }
 
 /// JSON may give priority as a number or as text; both become text here.

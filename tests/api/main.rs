@@ -7,6 +7,7 @@ mod deploy;
 mod encodings;
 mod failures;
 mod helpers;
+mod import;
 mod index;
 mod operations;
 mod pages;

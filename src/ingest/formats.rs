@@ -1,0 +1,371 @@
+//! Reading records from files: JSON Lines, CSV with a header row, and
+//! existing sitemaps (a `<urlset>`, or a `<sitemapindex>` whose children are
+//! read from beside it), plain or gzipped.
+//!
+//! Readers push records one at a time to a callback, so any file streams in
+//! bounded memory. A record that cannot even be parsed (a bad JSON line) is
+//! handed on as a rejected record at its position; only what makes the rest
+//! of the input unreadable (I/O, broken XML, an unknown CSV column) stops
+//! the read.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
+use quick_xml::events::Event;
+
+use super::validate::{FieldError, QUOTE_CHARS, RawRecord};
+use crate::render::truncated;
+
+/// Where a record sits in the input, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Position {
+    /// 1-based line of a JSON Lines or CSV file.
+    Line(u64),
+    /// 1-based `<url>` of a sitemap file.
+    Entry { file: String, index: u64 },
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::Line(line) => write!(f, "line {line}"),
+            Position::Entry { file, index } => write!(f, "{file}, <url> {index}"),
+        }
+    }
+}
+
+/// A record read, or why it could not be parsed.
+pub type Parsed = Result<RawRecord, FieldError>;
+
+/// Why the input cannot be read (any further).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("reading {input}: {source}")]
+    Io {
+        input: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{input}: unknown column {column:?} (expected some of loc, lastmod, changefreq, priority, section, site)"
+    )]
+    UnknownColumn { input: String, column: String },
+    #[error("{input}: no loc column")]
+    NoLocColumn { input: String },
+    #[error("{input}: {message}")]
+    Csv { input: String, message: String },
+    #[error("{input}: not a sitemap: {message}")]
+    Xml { input: String, message: String },
+    /// The consumer stopped the read (e.g. the database went away).
+    #[error("stopped")]
+    Stopped,
+}
+
+/// The input formats `sitemapd import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Jsonl,
+    Csv,
+    Sitemap,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "jsonl" => Ok(Format::Jsonl),
+            "csv" => Ok(Format::Csv),
+            "sitemap" => Ok(Format::Sitemap),
+            other => Err(format!("unknown format {other:?}: jsonl, csv or sitemap")),
+        }
+    }
+}
+
+/// What to read: a file, or standard input (`-`).
+#[derive(Debug, Clone)]
+pub enum Input {
+    File(PathBuf),
+    Stdin,
+}
+
+impl Input {
+    fn name(&self) -> String {
+        match self {
+            Input::File(path) => path.display().to_string(),
+            Input::Stdin => "standard input".to_owned(),
+        }
+    }
+
+    /// The input's bytes, decompressed when they are gzip.
+    fn open(&self) -> Result<Box<dyn BufRead + Send>, ReadError> {
+        let io = |source| ReadError::Io {
+            input: self.name(),
+            source,
+        };
+        let raw: Box<dyn Read + Send> = match self {
+            Input::File(path) => Box::new(File::open(path).map_err(io)?),
+            Input::Stdin => Box::new(std::io::stdin()),
+        };
+        let mut buffered = BufReader::with_capacity(1 << 16, raw);
+        let is_gzip = buffered.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+        Ok(if is_gzip {
+            Box::new(BufReader::with_capacity(
+                1 << 16,
+                MultiGzDecoder::new(buffered),
+            ))
+        } else {
+            Box::new(buffered)
+        })
+    }
+}
+
+/// Reads every record of `input`, handing each to `each` with its position.
+/// `each` returns false to stop the read.
+pub fn read(
+    format: Format,
+    input: &Input,
+    each: &mut dyn FnMut(Position, Parsed) -> bool,
+) -> Result<(), ReadError> {
+    match format {
+        Format::Jsonl => read_jsonl(input, each),
+        Format::Csv => read_csv(input, each),
+        Format::Sitemap => read_sitemap(input, each),
+    }
+}
+
+fn read_jsonl(
+    input: &Input,
+    each: &mut dyn FnMut(Position, Parsed) -> bool,
+) -> Result<(), ReadError> {
+    let reader = input.open()?;
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(|source| ReadError::Io {
+            input: input.name(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = serde_json::from_str::<RawRecord>(&line).map_err(|e| FieldError {
+            field: "record",
+            value: truncated(&line, QUOTE_CHARS),
+            rule: format!(
+                "a JSON object of loc, lastmod, changefreq, priority, section, site ({e})"
+            ),
+        });
+        if !each(Position::Line(i as u64 + 1), parsed) {
+            return Err(ReadError::Stopped);
+        }
+    }
+    Ok(())
+}
+
+const COLUMNS: [&str; 6] = [
+    "loc",
+    "lastmod",
+    "changefreq",
+    "priority",
+    "section",
+    "site",
+];
+
+fn read_csv(
+    input: &Input,
+    each: &mut dyn FnMut(Position, Parsed) -> bool,
+) -> Result<(), ReadError> {
+    let csv_error = |e: csv::Error| ReadError::Csv {
+        input: input.name(),
+        message: e.to_string(),
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(input.open()?);
+    let headers = reader.headers().map_err(csv_error)?.clone();
+    let mut columns = Vec::with_capacity(headers.len());
+    for header in &headers {
+        let name = header.trim();
+        match COLUMNS.iter().position(|c| *c == name) {
+            Some(i) => columns.push(i),
+            None => {
+                return Err(ReadError::UnknownColumn {
+                    input: input.name(),
+                    column: name.to_owned(),
+                });
+            }
+        }
+    }
+    if !columns.contains(&0) {
+        return Err(ReadError::NoLocColumn {
+            input: input.name(),
+        });
+    }
+    let mut row = csv::StringRecord::new();
+    while reader.read_record(&mut row).map_err(csv_error)? {
+        let line = row.position().map_or(0, csv::Position::line);
+        let mut record = RawRecord::default();
+        for (value, column) in row.iter().zip(&columns) {
+            let value = (!value.is_empty()).then(|| value.to_owned());
+            let slot = match column {
+                0 => &mut record.loc,
+                1 => &mut record.lastmod,
+                2 => &mut record.changefreq,
+                3 => &mut record.priority,
+                4 => &mut record.section,
+                _ => &mut record.site,
+            };
+            *slot = value;
+        }
+        if !each(Position::Line(line), Ok(record)) {
+            return Err(ReadError::Stopped);
+        }
+    }
+    Ok(())
+}
+
+fn read_sitemap(
+    input: &Input,
+    each: &mut dyn FnMut(Position, Parsed) -> bool,
+) -> Result<(), ReadError> {
+    let file_name = match input {
+        Input::File(path) => path
+            .file_name()
+            .map_or_else(|| input.name(), |n| n.to_string_lossy().into_owned()),
+        Input::Stdin => input.name(),
+    };
+    let mut children = Vec::new();
+    let root = read_sitemap_file(input, &file_name, each, &mut children)?;
+    if root != Root::Index {
+        return Ok(());
+    }
+    // An index's children are read from the index file's folder, by the
+    // last segment of their loc.
+    let folder = match input {
+        Input::File(path) => path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        Input::Stdin => PathBuf::from("."),
+    };
+    for loc in children {
+        let name = loc
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let child = Input::File(folder.join(&name));
+        let mut nested = Vec::new();
+        if read_sitemap_file(&child, &name, each, &mut nested)? == Root::Index {
+            return Err(ReadError::Xml {
+                input: child.name(),
+                message:
+                    "a sitemap index inside a sitemap index (crawlers do not read nested indexes)"
+                        .into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Root {
+    Urlset,
+    Index,
+}
+
+/// Streams one sitemap file: `<url>` entries go to `each`, `<sitemap>`
+/// locs to `children`.
+fn read_sitemap_file(
+    input: &Input,
+    file_name: &str,
+    each: &mut dyn FnMut(Position, Parsed) -> bool,
+    children: &mut Vec<String>,
+) -> Result<Root, ReadError> {
+    let xml_error = |message: String| ReadError::Xml {
+        input: input.name(),
+        message,
+    };
+    let mut reader = quick_xml::Reader::from_reader(input.open()?);
+    let mut buf = Vec::new();
+    let mut root = None;
+    let mut record = RawRecord::default();
+    let mut in_entry = false;
+    let mut field: Option<&'static str> = None;
+    let mut text = String::new();
+    let mut index = 0;
+    loop {
+        match reader
+            .read_event_into(&mut buf)
+            .map_err(|e| xml_error(e.to_string()))?
+        {
+            Event::Start(element) => {
+                let name = element.local_name();
+                match (root, name.as_ref()) {
+                    (None, "urlset") => root = Some(Root::Urlset),
+                    (None, "sitemapindex") => root = Some(Root::Index),
+                    (None, other) => {
+                        return Err(xml_error(format!(
+                            "the root element is <{other}>, not <urlset> or <sitemapindex>"
+                        )));
+                    }
+                    (Some(Root::Urlset), "url") | (Some(Root::Index), "sitemap") => {
+                        in_entry = true;
+                        record = RawRecord::default();
+                    }
+                    (Some(_), "loc") if in_entry => field = Some("loc"),
+                    (Some(Root::Urlset), "lastmod") if in_entry => field = Some("lastmod"),
+                    (Some(Root::Urlset), "changefreq") if in_entry => field = Some("changefreq"),
+                    (Some(Root::Urlset), "priority") if in_entry => field = Some("priority"),
+                    _ => {}
+                }
+                text.clear();
+            }
+            Event::Text(t) if field.is_some() => text.push_str(&t.xml10_content()),
+            Event::CData(t) if field.is_some() => text.push_str(&t.xml10_content()),
+            Event::GeneralRef(r) if field.is_some() => {
+                let resolved = match r.resolve_char_ref() {
+                    Ok(Some(c)) => Some(c.to_string()),
+                    _ => quick_xml::escape::resolve_predefined_entity(&r.xml10_content())
+                        .map(str::to_owned),
+                };
+                let resolved = resolved
+                    .ok_or_else(|| xml_error(format!("unknown entity &{};", r.xml10_content())))?;
+                text.push_str(&resolved);
+            }
+            Event::End(element) => {
+                let name = element.local_name();
+                if let Some(current) = field.take() {
+                    let value = Some(text.trim().to_owned());
+                    match current {
+                        "loc" => record.loc = value,
+                        "lastmod" => record.lastmod = value,
+                        "changefreq" => record.changefreq = value,
+                        _ => record.priority = value,
+                    }
+                } else if in_entry && matches!(name.as_ref(), "url" | "sitemap") {
+                    in_entry = false;
+                    index += 1;
+                    let entry = std::mem::take(&mut record);
+                    if root == Some(Root::Index) {
+                        children.extend(entry.loc);
+                    } else if !each(
+                        Position::Entry {
+                            file: file_name.to_owned(),
+                            index,
+                        },
+                        Ok(entry),
+                    ) {
+                        return Err(ReadError::Stopped);
+                    }
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    root.ok_or_else(|| xml_error("empty document".into()))
+}

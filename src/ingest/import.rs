@@ -1,0 +1,185 @@
+//! `sitemapd import`: records from a file into `sitemap_urls`, validated,
+//! all or nothing.
+//!
+//! A reader thread parses and validates, and hands rows in batches, already
+//! encoded for `COPY`, over a bounded channel (so memory stays bounded
+//! whatever the file's size) to one transaction that copies them into a
+//! staging table and then applies them in one upsert. The upsert changes a
+//! row only where a field differs, so importing the same file twice changes
+//! nothing and moves no lastmod. Until the commit nothing is visible, and an
+//! import that fails or is killed leaves the table as it was.
+
+use std::fmt::Write as _;
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::sync::mpsc;
+
+use super::formats::{self, Format, Input, Position, ReadError};
+use super::validate::{FieldError, Record, Validator};
+use crate::config::Site;
+use crate::store::{self, ImportCounts, Store};
+
+/// Rows per batch sent to the database.
+const BATCH_ROWS: usize = 10_000;
+/// Batches waiting for the database at most: the bound on memory.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    pub format: Format,
+    /// Site of records that name none (default: the primary site).
+    pub site: Option<String>,
+    /// Section of records that name none (default: the default section).
+    pub section: Option<String>,
+    /// Validate and count what would change, write nothing.
+    pub dry_run: bool,
+    /// Make the (site, section) hold exactly the file's URLs.
+    pub replace: bool,
+    /// Write the valid records even when some are invalid.
+    pub skip_invalid: bool,
+    /// Invalid records reported in detail (all are counted).
+    pub max_reported: usize,
+}
+
+/// A rejected record: where, and every rule it broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub position: Position,
+    pub errors: Vec<FieldError>,
+}
+
+/// What an import read, and what it did or (dry run, rejection) would do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    pub read: u64,
+    pub invalid: u64,
+    /// The first `max_reported` rejections.
+    pub rejected: Vec<Rejected>,
+    pub counts: ImportCounts,
+    /// Whether the changes were committed.
+    pub written: bool,
+}
+
+/// Why an import could not run at all (usage or I/O: exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+/// Imports `input` per `options`, calling `progress` with records read.
+pub async fn import(
+    store: &Store,
+    sites: &[Site],
+    input: Input,
+    options: &ImportOptions,
+    progress: impl Fn(u64) + Send + Sync + 'static,
+) -> Result<ImportReport, ImportError> {
+    let site = options
+        .site
+        .clone()
+        .unwrap_or_else(|| sites[0].name.clone());
+    let section = options.section.clone().unwrap_or_default();
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(BATCHES_IN_FLIGHT);
+    let reader = {
+        let sites = sites.to_vec();
+        let (site, section, options) = (site.clone(), section.clone(), options.clone());
+        tokio::task::spawn_blocking(move || {
+            read_and_validate(&sites, &site, &section, &input, &options, &tx, &progress)
+        })
+    };
+    let mut session = store.begin_import().await?;
+    while let Some(batch) = rx.recv().await {
+        session.copy(batch).await?;
+    }
+    let mut report = reader.await.map_err(|e| ReadError::Io {
+        input: "the reader thread".into(),
+        source: std::io::Error::other(e),
+    })??;
+    let replace = options.replace.then_some((site.as_str(), section.as_str()));
+    report.counts = session.apply(replace).await?;
+    let rejected_all = report.invalid > 0 && !options.skip_invalid;
+    if options.dry_run || rejected_all {
+        session.rollback().await?;
+    } else {
+        session.commit().await?;
+        report.written = true;
+    }
+    Ok(report)
+}
+
+fn read_and_validate(
+    sites: &[Site],
+    site: &str,
+    section: &str,
+    input: &Input,
+    options: &ImportOptions,
+    tx: &mpsc::Sender<Vec<u8>>,
+    progress: &dyn Fn(u64),
+) -> Result<ImportReport, ImportError> {
+    let validator = Validator::new(sites, site, section, OffsetDateTime::now_utc());
+    let mut report = ImportReport::default();
+    let mut batch = Vec::with_capacity(BATCH_ROWS * 128);
+    let mut rows = 0;
+    let mut each = |position: Position, parsed: formats::Parsed| {
+        report.read += 1;
+        if report.read.is_multiple_of(100_000) {
+            progress(report.read);
+        }
+        match parsed
+            .map_err(|e| vec![e])
+            .and_then(|raw| validator.validate(&raw))
+        {
+            Ok(record) => {
+                encode_copy_row(&mut batch, report.read, &record);
+                rows += 1;
+                if rows == BATCH_ROWS {
+                    rows = 0;
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_ROWS * 128));
+                    return tx.blocking_send(full).is_ok();
+                }
+            }
+            Err(errors) => {
+                report.invalid += 1;
+                if report.rejected.len() < options.max_reported {
+                    report.rejected.push(Rejected { position, errors });
+                }
+            }
+        }
+        true
+    };
+    formats::read(options.format, input, &mut each)?;
+    if !batch.is_empty() && tx.blocking_send(batch).is_err() {
+        return Err(ReadError::Stopped.into());
+    }
+    progress(report.read);
+    Ok(report)
+}
+
+/// One row of `COPY … FROM STDIN` text format: tab-separated, `\N` for
+/// NULL. Validated values hold no tab, newline or control character; a
+/// backslash is escaped all the same.
+fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
+    let mut line = String::with_capacity(record.loc.len() + 64);
+    let _ = write!(line, "{order}\t{}\t{}\t", record.site, record.section);
+    line.push_str(&record.loc.replace('\\', "\\\\"));
+    line.push('\t');
+    match record.lastmod.and_then(|t| t.format(&Rfc3339).ok()) {
+        Some(lastmod) => line.push_str(&lastmod),
+        None => line.push_str("\\N"),
+    }
+    line.push('\t');
+    line.push_str(record.changefreq.unwrap_or("\\N"));
+    line.push('\t');
+    match record.priority {
+        Some(priority) => {
+            let _ = write!(line, "{priority}");
+        }
+        None => line.push_str("\\N"),
+    }
+    line.push('\n');
+    out.extend_from_slice(line.as_bytes());
+}

@@ -1,0 +1,410 @@
+//! `sitemapd import`: every format, all or nothing, replace and dry run,
+//! concurrent importers, and an import killed half-way.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use sitemapd::ingest::formats::{Format, Input};
+use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
+use sqlx::PgPool;
+use tempfile::TempDir;
+
+use crate::helpers::{BASE_URL, TestApp};
+
+fn options(format: Format) -> ImportOptions {
+    ImportOptions {
+        format,
+        site: None,
+        section: None,
+        dry_run: false,
+        replace: false,
+        skip_invalid: false,
+        max_reported: 100,
+    }
+}
+
+async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions) -> ImportReport {
+    import(
+        &app.state.store,
+        app.state.sites.all(),
+        Input::File(file.to_owned()),
+        options,
+        |_| {},
+    )
+    .await
+    .expect("import runs")
+}
+
+fn write(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, content).expect("write input");
+    path
+}
+
+fn write_gz(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(content.as_bytes()).expect("gzip");
+    std::fs::write(&path, gz.finish().expect("gzip")).expect("write input");
+    path
+}
+
+fn jsonl<S: AsRef<str>>(locs: &[S]) -> String {
+    locs.iter()
+        .map(|l| format!("{{\"loc\": \"{BASE_URL}{}\"}}\n", l.as_ref()))
+        .collect()
+}
+
+#[sqlx::test]
+async fn json_lines_and_csv_are_imported_and_served(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let lines = format!(
+        "{{\"loc\": \"{BASE_URL}a\", \"lastmod\": \"2026-03-04T05:06:07+02:00\", \"priority\": 0.7}}\n\n\
+         {{\"loc\": \"{BASE_URL}b\", \"changefreq\": \"Daily\", \"section\": \"news\"}}\n"
+    );
+    let report = run(
+        &app,
+        &write(&dir, "in.jsonl", &lines),
+        &options(Format::Jsonl),
+    )
+    .await;
+    assert_eq!(
+        (
+            report.read,
+            report.invalid,
+            report.counts.inserted,
+            report.written
+        ),
+        (2, 0, 2, true)
+    );
+
+    let csv = format!(
+        "section,loc,priority,lastmod\nblog,{BASE_URL}c,0.1,2025\n,\"{BASE_URL}d?x=1,2\",,\n"
+    );
+    let report = run(&app, &write(&dir, "in.csv", &csv), &options(Format::Csv)).await;
+    assert_eq!((report.read, report.counts.inserted), (2, 2));
+
+    let mut served = app.served_locs().await;
+    served.sort();
+    let expected: Vec<String> = ["a", "b", "c", "d?x=1,2"]
+        .iter()
+        .map(|l| format!("{BASE_URL}{l}"))
+        .collect();
+    assert_eq!(served, expected);
+    let a = app.page("/sitemap-1.xml.gz").await.urls;
+    assert_eq!(a[0].lastmod.as_deref(), Some("2026-03-04T03:06:07+00:00"));
+    assert_eq!(a[0].priority.as_deref(), Some("0.7"));
+}
+
+#[sqlx::test]
+async fn sitemap_files_and_an_index_of_gzipped_children_are_imported(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let urlset = |locs: &[&str]| {
+        let urls: String = locs
+            .iter()
+            .map(|l| format!("<url><loc>{BASE_URL}{l}</loc><lastmod>2026-01-02</lastmod></url>\n"))
+            .collect();
+        format!(
+            "<?xml version=\"1.0\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{urls}</urlset>\n"
+        )
+    };
+    write_gz(&dir, "part-1.xml.gz", &urlset(&["one?a=1&amp;b=2", "two"]));
+    write(&dir, "part-2.xml", &urlset(&["three", "caf&#233;"]));
+    let index = write(
+        &dir,
+        "index.xml",
+        "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+         <sitemap><loc>https://old-host.example/sitemaps/part-1.xml.gz</loc></sitemap>\
+         <sitemap><loc>https://old-host.example/sitemaps/part-2.xml</loc><lastmod>2026-01-01</lastmod></sitemap>\
+         </sitemapindex>",
+    );
+    let report = run(&app, &index, &options(Format::Sitemap)).await;
+    assert_eq!(
+        (report.read, report.invalid, report.counts.inserted),
+        (4, 0, 4),
+        "{report:?}"
+    );
+    let served = app.served_locs().await;
+    assert!(
+        served.contains(&format!("{BASE_URL}one?a=1&b=2")),
+        "{served:?}"
+    );
+    assert!(
+        served.contains(&format!("{BASE_URL}caf%C3%A9")),
+        "{served:?}"
+    );
+
+    let single = write_gz(&dir, "single.xml.gz", &urlset(&["four"]));
+    assert_eq!(
+        run(&app, &single, &options(Format::Sitemap))
+            .await
+            .counts
+            .inserted,
+        1
+    );
+}
+
+#[sqlx::test]
+async fn one_invalid_record_writes_nothing_unless_skip_invalid(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let file = write(
+        &dir,
+        "mixed.jsonl",
+        &format!(
+            "{}{{\"loc\": \"https://elsewhere.example/x\"}}\nnot json\n{{\"loc\": \"{BASE_URL}z\", \"priority\": 3}}\n",
+            jsonl(&["ok-1", "ok-2"])
+        ),
+    );
+    let report = run(&app, &file, &options(Format::Jsonl)).await;
+    assert_eq!((report.read, report.invalid, report.written), (5, 3, false));
+    let positions: Vec<String> = report
+        .rejected
+        .iter()
+        .map(|r| r.position.to_string())
+        .collect();
+    assert_eq!(positions, ["line 3", "line 4", "line 5"]);
+    assert_eq!(report.rejected[0].errors[0].field, "loc");
+    assert!(report.rejected[0].errors[0].rule.contains("base URL"));
+    assert_eq!(report.rejected[2].errors[0].field, "priority");
+    assert!(app.table_locs().await.is_empty(), "all or nothing");
+
+    let capped = run(
+        &app,
+        &file,
+        &ImportOptions {
+            max_reported: 1,
+            ..options(Format::Jsonl)
+        },
+    )
+    .await;
+    assert_eq!((capped.invalid, capped.rejected.len()), (3, 1));
+
+    let report = run(
+        &app,
+        &file,
+        &ImportOptions {
+            skip_invalid: true,
+            ..options(Format::Jsonl)
+        },
+    )
+    .await;
+    assert_eq!(
+        (report.invalid, report.counts.inserted, report.written),
+        (3, 2, true)
+    );
+    assert_eq!(
+        app.table_locs().await,
+        [format!("{BASE_URL}ok-1"), format!("{BASE_URL}ok-2")]
+    );
+}
+
+#[sqlx::test]
+async fn dry_run_reports_and_writes_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "ok-", 1).await;
+    let dir = TempDir::new().expect("dir");
+    let file = write(&dir, "in.jsonl", &jsonl(&["ok-1", "new"]));
+    let report = run(
+        &app,
+        &file,
+        &ImportOptions {
+            dry_run: true,
+            ..options(Format::Jsonl)
+        },
+    )
+    .await;
+    assert_eq!(
+        (
+            report.counts.inserted,
+            report.counts.unchanged,
+            report.written
+        ),
+        (1, 1, false)
+    );
+    assert_eq!(app.table_locs().await, [format!("{BASE_URL}ok-1")]);
+}
+
+#[sqlx::test]
+async fn replace_makes_the_section_hold_exactly_the_file(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("blog", "old-", 3).await;
+    app.insert_urls("", "home-", 2).await;
+    let dir = TempDir::new().expect("dir");
+    let file = write(&dir, "blog.jsonl", &jsonl(&["old-2", "fresh"]));
+    let replace = ImportOptions {
+        replace: true,
+        section: Some("blog".into()),
+        ..options(Format::Jsonl)
+    };
+    let report = run(&app, &file, &replace).await;
+    assert_eq!((report.counts.inserted, report.counts.deleted), (1, 2));
+    let blog: Vec<String> =
+        sqlx::query_scalar("SELECT loc FROM sitemap_urls WHERE section = 'blog' ORDER BY loc")
+            .fetch_all(&app.pool)
+            .await
+            .expect("blog");
+    assert_eq!(
+        blog,
+        [format!("{BASE_URL}fresh"), format!("{BASE_URL}old-2")]
+    );
+    assert_eq!(
+        app.table_locs().await.len(),
+        4,
+        "the default section is untouched"
+    );
+}
+
+#[sqlx::test]
+async fn importing_the_same_file_again_changes_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let file = write(
+        &dir,
+        "in.jsonl",
+        &format!(
+            "{{\"loc\": \"{BASE_URL}x\", \"lastmod\": \"2026-01-01\", \"changefreq\": \"weekly\"}}\n"
+        ),
+    );
+    run(&app, &file, &options(Format::Jsonl)).await;
+    let index = app.index().await;
+    let again = run(&app, &file, &options(Format::Jsonl)).await;
+    assert_eq!(
+        (
+            again.counts.inserted,
+            again.counts.updated,
+            again.counts.unchanged
+        ),
+        (0, 0, 1)
+    );
+    assert_eq!(app.index().await, index, "no lastmod moved");
+}
+
+#[sqlx::test]
+async fn concurrent_importers_of_one_section_lose_and_duplicate_nothing(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = 500).await;
+    let dir = TempDir::new().expect("dir");
+    // Overlapping files: 0..3000 and 2000..5000.
+    let first: Vec<String> = (0..3000).map(|i| format!("p/{i}")).collect();
+    let second: Vec<String> = (2000..5000).map(|i| format!("p/{i}")).collect();
+    let a = write(&dir, "a.jsonl", &jsonl(&first));
+    let b = write(&dir, "b.jsonl", &jsonl(&second));
+    let opts = options(Format::Jsonl);
+    let (ra, rb) = tokio::join!(run(&app, &a, &opts), run(&app, &b, &opts));
+    assert!(ra.written && rb.written);
+    assert_eq!(ra.counts.inserted + rb.counts.inserted, 5000);
+    let served = app.served_locs().await;
+    assert_eq!(served.len(), 5000);
+    assert_eq!(served, app.table_locs().await);
+}
+
+/// The test database's URL, for running the binary against it.
+fn database_url(pool: &PgPool) -> String {
+    let options = pool.connect_options();
+    format!(
+        "postgres://{}@{}:{}/{}",
+        options.get_username(),
+        options.get_host(),
+        options.get_port(),
+        options.get_database().expect("a database")
+    )
+}
+
+fn binary(pool: &PgPool) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sitemapd"));
+    command
+        .env("DATABASE_URL", database_url(pool))
+        .env("SITEMAPD_BASE_URL", BASE_URL)
+        .env("RUST_LOG", "warn");
+    command
+}
+
+#[sqlx::test]
+async fn the_command_exits_0_1_or_2(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let good = write(&dir, "good.jsonl", &jsonl(&["a"]));
+    let bad = write(&dir, "bad.jsonl", "{\"loc\": \"ftp://x\"}\n");
+    let pool = app.pool.clone();
+    let statuses = tokio::task::spawn_blocking(move || {
+        let status = |args: &[&str]| {
+            let output = binary(&pool)
+                .arg("import")
+                .args(args)
+                .output()
+                .expect("runs");
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        };
+        [
+            status(&[good.to_str().expect("path"), "--format", "jsonl"]),
+            status(&[bad.to_str().expect("path"), "--format", "jsonl"]),
+            status(&["/nonexistent/file.jsonl", "--format", "jsonl"]),
+            status(&[good.to_str().expect("path"), "--format", "yaml"]),
+        ]
+    })
+    .await
+    .expect("ran");
+    assert_eq!(statuses[0].0, Some(0), "{}", statuses[0].1);
+    assert_eq!(statuses[1].0, Some(1), "{}", statuses[1].1);
+    assert!(
+        statuses[1].1.contains("line 1: loc \"ftp://x\""),
+        "{}",
+        statuses[1].1
+    );
+    assert_eq!(statuses[2].0, Some(2), "{}", statuses[2].1);
+    assert!(
+        statuses[2].1.contains("/nonexistent/file.jsonl"),
+        "{}",
+        statuses[2].1
+    );
+    assert_eq!(statuses[3].0, Some(2), "{}", statuses[3].1);
+}
+
+#[sqlx::test]
+async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "before-", 3).await;
+    let before = app.table_locs().await;
+    let pool = app.pool.clone();
+    let watcher = app.pool.clone();
+    // Feed 50,000 records through stdin, then stall without closing it:
+    // the import is mid-way, its rows copied but not committed.
+    let mut child = binary(&pool)
+        .args(["import", "-", "--format", "jsonl"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let lines = jsonl(&(0..50_000).map(|i| format!("half/{i}")).collect::<Vec<_>>());
+    tokio::task::spawn_blocking(move || {
+        stdin.write_all(lines.as_bytes()).expect("feed");
+        stdin
+    });
+    // Wait until the importer's COPY has reached the server.
+    loop {
+        let copying: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY import_staging%'",
+        )
+        .fetch_one(&watcher)
+        .await
+        .expect("activity");
+        if copying > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    child.kill().expect("kill");
+    let _ = child.wait();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(app.table_locs().await, before);
+    assert_eq!(app.served_locs().await, before);
+}
