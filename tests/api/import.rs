@@ -408,3 +408,45 @@ async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
     assert_eq!(app.table_locs().await, before);
     assert_eq!(app.served_locs().await, before);
 }
+
+#[sqlx::test]
+async fn imported_rows_fill_the_last_page_then_whole_pages(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = 500).await;
+    app.insert_urls("", "existing/", 100).await;
+    let dir = TempDir::new().expect("dir");
+    let locs: Vec<String> = (0..1200).map(|i| format!("imported/{i}")).collect();
+    run(
+        &app,
+        &write(&dir, "in.jsonl", &jsonl(&locs)),
+        &options(Format::Jsonl),
+    )
+    .await;
+    let sizes: Vec<usize> = app.crawl().await.iter().map(|(_, l)| l.len()).collect();
+    assert_eq!(sizes, [500, 500, 300]);
+    assert_eq!(app.served_locs().await, app.table_locs().await);
+}
+
+#[sqlx::test]
+async fn imported_long_urls_never_overfill_a_page(pool: PgPool) {
+    const MAX_BYTES: u64 = 64 * 1024;
+    let app = TestApp::spawn_with(pool, |s| s.max_bytes = MAX_BYTES).await;
+    let dir = TempDir::new().expect("dir");
+    let locs: Vec<String> = (0..200)
+        .map(|i| {
+            if i % 10 == 0 {
+                format!("long/{i}/{}", "x".repeat(1900))
+            } else {
+                format!("short/{i}")
+            }
+        })
+        .collect();
+    run(
+        &app,
+        &write(&dir, "in.jsonl", &jsonl(&locs)),
+        &options(Format::Jsonl),
+    )
+    .await;
+    // crawl() checks every page against max_urls and max_bytes.
+    assert!(app.crawl().await.len() > 1);
+    assert_eq!(app.served_locs().await, app.table_locs().await);
+}
