@@ -72,15 +72,7 @@ async fn a_database_outage_is_a_503_with_retry_after_and_service_resumes(pool: P
 /// the server flushes many chunks to the client before the writer meets the
 /// smuggled rows at the end.
 async fn overfill_first_page(app: &TestApp) {
-    sqlx::query(
-        "INSERT INTO sitemap_urls (loc)
-         SELECT $1 || md5(g::text) || '/' || md5((-g)::text) || '/' || md5((g * 7)::text)
-         FROM generate_series(1, 20000) g",
-    )
-    .bind(BASE_URL)
-    .execute(&app.pool)
-    .await
-    .expect("fill page 1");
+    app.insert_hashed_urls(20_000).await;
     let mut conn = app.pool.acquire().await.expect("connection");
     sqlx::query("SET session_replication_role = replica")
         .execute(&mut *conn)
@@ -149,14 +141,7 @@ async fn a_slow_client_holds_no_database_connection(pool: PgPool) {
         .await
         .expect("one-connection pool");
     let app = TestApp::spawn_with(single, |s| s.max_urls = 20_000).await;
-    sqlx::query(
-        "INSERT INTO sitemap_urls (loc)
-         SELECT $1 || md5(g::text) || '/' || md5((-g)::text) FROM generate_series(1, 20000) g",
-    )
-    .bind(BASE_URL)
-    .execute(&app.pool)
-    .await
-    .expect("a page of several megabytes");
+    app.insert_hashed_urls(20_000).await;
 
     // A crawler that takes the first chunk of the page, then stalls.
     let stalled = app.get("/sitemap-1.xml").await;

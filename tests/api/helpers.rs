@@ -239,6 +239,20 @@ impl TestApp {
         .expect("insert rows");
     }
 
+    /// Inserts `n` rows whose locs are hashes: long and poorly compressible,
+    /// so a page of them is megabytes, even gzipped.
+    pub async fn insert_hashed_urls(&self, n: i64) {
+        sqlx::query(
+            "INSERT INTO sitemap_urls (loc)
+             SELECT $1 || md5(g::text) || '/' || md5((-g)::text) FROM generate_series(1, $2::bigint) g",
+        )
+        .bind(BASE_URL)
+        .bind(n)
+        .execute(&self.pool)
+        .await
+        .expect("hashed rows");
+    }
+
     /// Logs skipped rows now, as the background reporter would.
     pub async fn report_skips(&self) -> Vec<sitemapd::store::SkippedRow> {
         skips::report_new_skips(&self.state.store)

@@ -74,21 +74,10 @@ async fn metrics_can_have_a_port_of_their_own(pool: PgPool) {
     assert!(text.contains("sitemapd_db_connections"), "{text}");
 }
 
-async fn big_page(app: &TestApp) {
-    sqlx::query(
-        "INSERT INTO sitemap_urls (loc)
-         SELECT $1 || md5(g::text) || '/' || md5((-g)::text) FROM generate_series(1, 20000) g",
-    )
-    .bind(BASE_URL)
-    .execute(&app.pool)
-    .await
-    .expect("a page of several megabytes");
-}
-
 #[sqlx::test]
 async fn shutdown_finishes_in_flight_responses_and_refuses_new_ones(pool: PgPool) {
     let mut app = TestApp::spawn_with(pool, |s| s.max_urls = 20_000).await;
-    big_page(&app).await;
+    app.insert_hashed_urls(20_000).await;
     let response = app.get("/sitemap-1.xml").await;
     let mut body = response.bytes_stream();
     let mut received = body
