@@ -59,6 +59,7 @@ pub struct Settings {
     pub cache_max_age_seconds: u32,
     pub max_urls: u32,
     pub max_bytes: u64,
+    pub max_index_entries: u32,
     pub lastmod_fallback: bool,
     pub gzip_level: u32,
     pub retry_after_seconds: u32,
@@ -189,6 +190,16 @@ impl Settings {
                     "{} (room for the longest possible entry) to {} (the protocol's limit)",
                     sitemap::MIN_MAX_BYTES,
                     sitemap::PROTOCOL_MAX_BYTES
+                ),
+            ));
+        }
+        if !(1..=sitemap::PROTOCOL_MAX_INDEX_ENTRIES).contains(&(self.max_index_entries as usize)) {
+            return Err(invalid(
+                "max_index_entries",
+                &self.max_index_entries,
+                format!(
+                    "1 to {} (the protocol's limit)",
+                    sitemap::PROTOCOL_MAX_INDEX_ENTRIES
                 ),
             ));
         }

@@ -67,6 +67,7 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         store,
         sites: http::Sites::new(sites, settings.strict_host, settings.proxy_strips_prefix),
         cache_max_age: settings.cache_max_age_seconds,
+        max_index_entries: settings.max_index_entries as usize,
         page_fingerprint: http::page_fingerprint(settings),
         render: RenderOptions {
             max_urls: settings.max_urls,

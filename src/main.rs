@@ -31,7 +31,8 @@ enum Command {
     Serve,
     /// Create the database if missing, apply migrations and configuration, exit.
     Migrate,
-    /// Print the robots.txt lines that make crawlers find every site's index.
+    /// Print the robots.txt lines that make crawlers find every site's index
+    /// files (as many as each site has now).
     Robots,
     /// Import records from a file: all or nothing unless --skip-invalid.
     /// Exit code 0 when clean, 1 when records were rejected, 2 on a usage or
@@ -105,8 +106,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
     match cli.command {
         Command::Robots => {
-            for site in settings.sites()? {
-                println!("{}", sitemapd::http::sitemap_line(&site));
+            // Sites with more pages than an index file lists have several:
+            // the database says how many there are now.
+            let (_, state) = connect(&settings).await?;
+            for site in state.sites.all() {
+                let parts = sitemapd::http::index_parts(&state, site).await?;
+                for line in sitemapd::http::sitemap_lines(site, parts) {
+                    println!("{line}");
+                }
             }
         }
         Command::Health => health(settings.listen).await?,

@@ -159,7 +159,7 @@ pub fn route_of(path: &str) -> &'static str {
         "/metrics" => "/metrics",
         "/robots.txt" => "/robots.txt",
         _ if file == "sitemap.xsl" => "/sitemap.xsl",
-        _ if file == "sitemap_index.xml" => "/sitemap_index.xml",
+        _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => "/sitemap_index.xml",
         _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => "/sitemap-{n}.xml.gz",
         _ if file.starts_with("sitemap-") && file.ends_with(".xml") => "/sitemap-{n}.xml",
         _ => "other",

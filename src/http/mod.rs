@@ -21,7 +21,7 @@ use axum::routing::get;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use error::HttpError;
-pub use sitemaps::{robots_txt, sitemap_line};
+pub use sitemaps::{index_parts, robots_txt, sitemap_lines};
 pub use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};
@@ -41,6 +41,8 @@ pub struct App {
     pub page_fingerprint: String,
     /// `Cache-Control: public, max-age=` of sitemap documents, in seconds.
     pub cache_max_age: u32,
+    /// Sitemaps listed per index file.
+    pub max_index_entries: usize,
     /// Sent with every `503`: when a crawler should come back.
     pub retry_after: HeaderValue,
     /// How often rows left out of the sitemaps are looked for and logged.

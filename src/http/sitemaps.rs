@@ -16,6 +16,7 @@ use super::sites::request_host;
 use super::{AppState, HttpError};
 use crate::config::Site;
 use crate::render::{Codec, PageRequest, compress, render_page};
+use crate::sitemap::name::{index_file_name, parse_index_part};
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 
 const XML: HeaderValue = HeaderValue::from_static("application/xml; charset=utf-8");
@@ -44,7 +45,7 @@ pub async fn dispatch(
     let span = tracing::Span::current();
     if uri.path() == "/robots.txt" {
         span.record("route", "/robots.txt");
-        return robots(&state, host.as_deref(), &headers);
+        return robots(&state, host.as_deref(), &headers).await;
     }
     let routed = state
         .sites
@@ -54,9 +55,9 @@ pub async fn dispatch(
         span.record("route", "/sitemap.xsl");
         return Ok(stylesheet(&state, &headers));
     }
-    if routed.file == "sitemap_index.xml" {
-        span.record("route", "/sitemap_index.xml");
-        return index(&state, routed.site, &headers).await;
+    if let Some(part) = parse_index_part(routed.file) {
+        span.record("route", "/sitemap_index[-{n}].xml");
+        return index(&state, routed.site, part, &headers).await;
     }
     let (name, encoding) = PageName::parse(routed.file).ok_or(HttpError::NotFound)?;
     span.record("route", "/sitemap-{section}-{n}.xml[.gz]");
@@ -65,27 +66,49 @@ pub async fn dispatch(
 
 /// `sitemap_index.xml`: one entry per non-empty page, from the summaries
 /// alone, each page's lastmod being when a row of it last changed.
-async fn index(state: &AppState, site: &Site, request: &HeaderMap) -> Result<Response, HttpError> {
+///
+/// A site with more pages than an index file may list has several: part 1
+/// is `sitemap_index.xml`, then `sitemap_index-2.xml`, … (robots.txt lists
+/// them all). An emptied page shifts later entries between parts, so every
+/// part is versioned by the site's newest change.
+async fn index(
+    state: &AppState,
+    site: &Site,
+    part: usize,
+    request: &HeaderMap,
+) -> Result<Response, HttpError> {
     let pages = state.store.index(&site.name).await?;
+    let listed: Vec<_> = pages.iter().filter(|p| p.url_count > 0).collect();
+    let entries = listed
+        .chunks(state.max_index_entries)
+        .nth(part - 1)
+        .unwrap_or_default();
+    if entries.is_empty() && part > 1 {
+        return Err(HttpError::NotFound);
+    }
     // Any change to any page (a new, changed or emptied one) moves the
     // newest change time, so it versions the whole index.
     let newest = pages.iter().map(|p| p.lastmod).max();
     let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
     let codec = negotiate(request);
     let variant = format!(
-        "{}-{}",
-        fingerprint(&[&state.page_fingerprint, &site.base_url]),
+        "{}-{part}-{}",
+        fingerprint(&[
+            &state.page_fingerprint,
+            &site.base_url,
+            &state.max_index_entries.to_string()
+        ]),
         codec.token()
     );
     let validators = Validators::new(version, &variant, newest);
     if validators.client_is_current(request) {
         return Ok(validators.not_modified(state.cache_max_age, Some(VARY_ACCEPT_ENCODING)));
     }
-    let mut out = Vec::with_capacity(128 + pages.len() * 128);
+    let mut out = Vec::with_capacity(128 + entries.len() * 128);
     let mut writer = IndexWriter::start(&mut out, &site.base_url);
-    for entry in pages.into_iter().filter(|p| p.url_count > 0) {
+    for entry in entries {
         let name = PageName {
-            section: entry.section,
+            section: entry.section.clone(),
             page: entry.page,
         };
         writer.push(&mut out, &name.file_name(Encoding::Gzip), entry.lastmod);
@@ -211,7 +234,7 @@ fn stylesheet(state: &AppState, request: &HeaderMap) -> Response {
 /// `/robots.txt` of a host: the operator's text (from the first site on the
 /// host that configures one) followed by a `Sitemap:` line for the index of
 /// every site on the host.
-fn robots(
+async fn robots(
     state: &AppState,
     host: Option<&str>,
     request: &HeaderMap,
@@ -220,8 +243,13 @@ fn robots(
     if sites.is_empty() {
         return Err(HttpError::NotFound);
     }
+    let mut lines = Vec::new();
+    for site in &sites {
+        let parts = index_parts(state, site).await?;
+        lines.extend(sitemap_lines(site, parts));
+    }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
-    let body = robots_txt(operator, &sites);
+    let body = robots_txt(operator, &lines);
     state.metrics.body_bytes("/robots.txt", body.len());
     let validators = Validators::new(u128::from(crc32fast::hash(body.as_bytes())), "robots", None);
     if validators.client_is_current(request) {
@@ -232,8 +260,20 @@ fn robots(
     Ok(response)
 }
 
-/// The robots.txt text: `operator`'s, then the sites' `Sitemap:` lines.
-pub fn robots_txt(operator: Option<&str>, sites: &[&Site]) -> String {
+/// How many index files a site has now.
+pub async fn index_parts(state: &AppState, site: &Site) -> Result<usize, HttpError> {
+    let listed = state
+        .store
+        .index(&site.name)
+        .await?
+        .iter()
+        .filter(|p| p.url_count > 0)
+        .count();
+    Ok(listed.div_ceil(state.max_index_entries).max(1))
+}
+
+/// The robots.txt text: `operator`'s, then the `Sitemap:` lines.
+pub fn robots_txt(operator: Option<&str>, lines: &[String]) -> String {
     let mut body = String::new();
     if let Some(text) = operator.filter(|t| !t.trim().is_empty()) {
         body.push_str(text);
@@ -242,14 +282,16 @@ pub fn robots_txt(operator: Option<&str>, sites: &[&Site]) -> String {
         }
         body.push('\n');
     }
-    for site in sites {
-        body.push_str(&sitemap_line(site));
+    for line in lines {
+        body.push_str(line);
         body.push('\n');
     }
     body
 }
 
-/// The `Sitemap:` line that makes crawlers find a site's index.
-pub fn sitemap_line(site: &Site) -> String {
-    format!("Sitemap: {}sitemap_index.xml", site.base_url)
+/// The `Sitemap:` lines that make crawlers find each of a site's index files.
+pub fn sitemap_lines(site: &Site, parts: usize) -> Vec<String> {
+    (1..=parts.max(1))
+        .map(|part| format!("Sitemap: {}{}", site.base_url, index_file_name(part)))
+        .collect()
 }

@@ -78,6 +78,27 @@ impl fmt::Display for PageName {
     }
 }
 
+/// The part of a site's index a file name denotes: `sitemap_index.xml` is
+/// part 1, `sitemap_index-N.xml` part N (N ≥ 2, canonical digits only).
+pub fn parse_index_part(file: &str) -> Option<usize> {
+    if file == "sitemap_index.xml" {
+        return Some(1);
+    }
+    let number = file.strip_prefix("sitemap_index-")?.strip_suffix(".xml")?;
+    parse_page_number(number)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n >= 2)
+}
+
+/// The file name of an index part (see [`parse_index_part`]).
+pub fn index_file_name(part: usize) -> String {
+    if part <= 1 {
+        "sitemap_index.xml".to_owned()
+    } else {
+        format!("sitemap_index-{part}.xml")
+    }
+}
+
 /// Whether `s` is a slug as the schema defines site and section names:
 /// `^[a-z0-9][a-z0-9_-]{0,63}$`.
 pub fn is_section_slug(s: &str) -> bool {
@@ -160,6 +181,23 @@ mod tests {
             "robots.txt",
         ] {
             assert_eq!(PageName::parse(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn index_parts_have_one_name_each() {
+        assert_eq!(parse_index_part("sitemap_index.xml"), Some(1));
+        assert_eq!(parse_index_part("sitemap_index-2.xml"), Some(2));
+        for name in [
+            "sitemap_index-1.xml",
+            "sitemap_index-02.xml",
+            "sitemap_index-0.xml",
+            "sitemap_index-2.xml.gz",
+        ] {
+            assert_eq!(parse_index_part(name), None, "{name}");
+        }
+        for part in [1, 2, 70] {
+            assert_eq!(parse_index_part(&index_file_name(part)), Some(part));
         }
     }
 

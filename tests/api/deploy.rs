@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 use sqlx::PgPool;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, binary};
 
 #[derive(Debug, Deserialize)]
 struct Compose {
@@ -126,16 +126,21 @@ async fn the_health_check_command_asks_the_running_service(pool: PgPool) {
     assert!(!health(closed.to_string()).await.expect("ran"));
 }
 
-#[test]
-fn sitemapd_robots_prints_a_line_per_configured_site() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"))
-        .arg("robots")
-        .env("SITEMAPD_BASE_URL", "https://www.example.com/")
-        .env(
-            "SITEMAPD_SITES__SHOP__BASE_URL",
-            "https://www.example.com/shop",
-        )
-        .output()
+#[sqlx::test]
+async fn sitemapd_robots_prints_a_line_per_index_file(pool: PgPool) {
+    let command = move || {
+        binary(&pool)
+            .arg("robots")
+            .env("SITEMAPD_BASE_URL", "https://www.example.com/")
+            .env(
+                "SITEMAPD_SITES__SHOP__BASE_URL",
+                "https://www.example.com/shop",
+            )
+            .output()
+    };
+    let output = tokio::task::spawn_blocking(command)
+        .await
+        .expect("ran")
         .expect("the binary runs");
     assert!(
         output.status.success(),

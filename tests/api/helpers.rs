@@ -261,6 +261,28 @@ impl TestApp {
     }
 }
 
+/// The test database's URL, for running the binary against it.
+fn database_url(pool: &PgPool) -> String {
+    let options = pool.connect_options();
+    format!(
+        "postgres://{}@{}:{}/{}",
+        options.get_username(),
+        options.get_host(),
+        options.get_port(),
+        options.get_database().expect("a database")
+    )
+}
+
+/// The `sitemapd` binary, configured for the test database and [`BASE_URL`].
+pub fn binary(pool: &PgPool) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sitemapd"));
+    command
+        .env("DATABASE_URL", database_url(pool))
+        .env("SITEMAPD_BASE_URL", BASE_URL)
+        .env("RUST_LOG", "warn");
+    command
+}
+
 pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
     response
         .headers()

@@ -2,7 +2,7 @@
 //! concurrent importers, and an import killed half-way.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -11,7 +11,7 @@ use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
 use sqlx::PgPool;
 use tempfile::TempDir;
 
-use crate::helpers::{BASE_URL, TestApp};
+use crate::helpers::{BASE_URL, TestApp, binary};
 
 fn options(format: Format) -> ImportOptions {
     ImportOptions {
@@ -300,27 +300,6 @@ async fn concurrent_importers_of_one_section_lose_and_duplicate_nothing(pool: Pg
     let served = app.served_locs().await;
     assert_eq!(served.len(), 5000);
     assert_eq!(served, app.table_locs().await);
-}
-
-/// The test database's URL, for running the binary against it.
-fn database_url(pool: &PgPool) -> String {
-    let options = pool.connect_options();
-    format!(
-        "postgres://{}@{}:{}/{}",
-        options.get_username(),
-        options.get_host(),
-        options.get_port(),
-        options.get_database().expect("a database")
-    )
-}
-
-fn binary(pool: &PgPool) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_sitemapd"));
-    command
-        .env("DATABASE_URL", database_url(pool))
-        .env("SITEMAPD_BASE_URL", BASE_URL)
-        .env("RUST_LOG", "warn");
-    command
 }
 
 #[sqlx::test]

@@ -88,3 +88,45 @@ async fn index_carries_the_protocol_headers(pool: PgPool) {
     );
     assert!(head.bytes().await.expect("no body").is_empty());
 }
+
+#[sqlx::test]
+async fn more_pages_than_an_index_lists_make_several_indexes(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.max_urls = 1;
+        s.max_index_entries = 2;
+    })
+    .await;
+    app.insert_urls("", "p", 5).await;
+    let mut listed = Vec::new();
+    for path in [
+        "/sitemap_index.xml",
+        "/sitemap_index-2.xml",
+        "/sitemap_index-3.xml",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let xml = response.bytes().await.expect("index");
+        crate::helpers::assert_valid(&xml, crate::helpers::Schema::Index);
+        let text = String::from_utf8(xml.to_vec()).expect("UTF-8");
+        assert!(
+            !text.contains("sitemap_index"),
+            "never a nested index: {text}"
+        );
+        listed.push(text.matches("<sitemap>").count());
+    }
+    assert_eq!(listed, [2, 2, 1]);
+    for path in [
+        "/sitemap_index-4.xml",
+        "/sitemap_index-1.xml",
+        "/sitemap_index-02.xml",
+    ] {
+        assert_eq!(app.get(path).await.status(), 404, "{path}");
+    }
+    let robots = app.get("/robots.txt").await.text().await.expect("robots");
+    assert_eq!(
+        robots,
+        format!(
+            "Sitemap: {BASE_URL}sitemap_index.xml\nSitemap: {BASE_URL}sitemap_index-2.xml\nSitemap: {BASE_URL}sitemap_index-3.xml\n"
+        )
+    );
+}
