@@ -172,6 +172,16 @@ impl Store {
         .await?)
     }
 
+    /// How many non-empty pages a site has: what its index lists.
+    pub async fn listed_pages(&self, site: &str) -> Result<i64, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM sitemap_pages WHERE site = $1 AND url_count > 0",
+        )
+        .bind(site)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// The summary of one page, if it exists and is not empty.
     pub async fn page_summary(
         &self,

@@ -21,7 +21,7 @@ use axum::routing::get;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use error::HttpError;
-pub use sitemaps::{index_parts, robots_txt, sitemap_lines};
+pub use sitemaps::{index_parts, sitemap_lines};
 pub use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};

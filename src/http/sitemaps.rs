@@ -262,18 +262,12 @@ async fn robots(
 
 /// How many index files a site has now.
 pub async fn index_parts(state: &AppState, site: &Site) -> Result<usize, HttpError> {
-    let listed = state
-        .store
-        .index(&site.name)
-        .await?
-        .iter()
-        .filter(|p| p.url_count > 0)
-        .count();
+    let listed = usize::try_from(state.store.listed_pages(&site.name).await?).unwrap_or(0);
     Ok(listed.div_ceil(state.max_index_entries).max(1))
 }
 
 /// The robots.txt text: `operator`'s, then the `Sitemap:` lines.
-pub fn robots_txt(operator: Option<&str>, lines: &[String]) -> String {
+fn robots_txt(operator: Option<&str>, lines: &[String]) -> String {
     let mut body = String::new();
     if let Some(text) = operator.filter(|t| !t.trim().is_empty()) {
         body.push_str(text);

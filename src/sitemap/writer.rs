@@ -112,11 +112,6 @@ impl UrlsetWriter {
         self.urls
     }
 
-    /// Uncompressed bytes written so far.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
     /// Appends one entry; `Ok(Some(reason))` when it had to be left out.
     pub fn push(
         &mut self,
