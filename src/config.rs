@@ -17,6 +17,7 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::sitemap::{self, name::is_section_slug};
+use crate::tokens::Tokens;
 
 const DEFAULTS: &str = include_str!("../config/default.toml");
 
@@ -66,6 +67,14 @@ pub struct Settings {
     pub skip_report_interval_ms: u64,
     pub shutdown_grace_seconds: u64,
     pub log_format: LogFormat,
+    /// Digests (`sha256:…`, from `sitemapd token`) of the write API's bearer
+    /// tokens; none leaves the API off.
+    #[serde(default)]
+    pub api_token_hashes: Vec<String>,
+    /// Largest request body the API reads, counted after decompression.
+    pub api_max_body_bytes: u64,
+    /// Most records in one API request.
+    pub api_max_records: u32,
 }
 
 /// One more site, beside the primary one.
@@ -218,6 +227,21 @@ impl Settings {
                 "skip_report_interval_ms",
                 &self.skip_report_interval_ms,
                 "at least 1".into(),
+            ));
+        }
+        if let Err(hash) = Tokens::from_hashes(&self.api_token_hashes) {
+            return Err(invalid(
+                "api_token_hashes",
+                &hash,
+                "digests as `sitemapd token` prints them: sha256: and 64 lower-case hex digits"
+                    .into(),
+            ));
+        }
+        if self.api_max_body_bytes == 0 || self.api_max_records == 0 {
+            return Err(invalid(
+                "api_max_body_bytes/api_max_records",
+                &format!("{}/{}", self.api_max_body_bytes, self.api_max_records),
+                "both at least 1".into(),
             ));
         }
         if Url::parse(self.database_url.expose()).is_err() {

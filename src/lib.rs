@@ -12,11 +12,13 @@
 //! - [`sitemap`] — the protocol: limits, file names, the XML writer.
 //! - [`render`] — one page from rows to (compressed) body chunks, off the
 //!   request's connection.
-//! - [`http`] — routes, errors as responses, shared state.
+//! - [`http`] — routes (the sitemaps, and the write API under `/api/v1`),
+//!   errors as responses, shared state.
 //! - [`ingest`] — the rules every incoming record is checked and normalised by.
 //! - [`skips`] — logs, once each, the rows that cannot be served.
 //! - [`demo`] — synthetic rows for a first look and for benchmarks.
 //! - [`telemetry`] — logging.
+//! - [`tokens`] — the write API's bearer tokens, kept as digests.
 //!
 //! A request flows one way: [`http`] route → [`store`] → [`sitemap`] writer
 //! (inside [`render`]) → body.
@@ -31,6 +33,7 @@ pub mod sitemap;
 pub mod skips;
 pub mod store;
 pub mod telemetry;
+pub mod tokens;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -81,6 +84,17 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         metrics: Arc::new(metrics::Metrics::default()),
         metrics_apart: settings.metrics_listen.is_some(),
         shutdown_grace: Duration::from_secs(settings.shutdown_grace_seconds),
+        api: http::api::ApiSettings {
+            tokens: tokens::Tokens::from_hashes(&settings.api_token_hashes).map_err(|hash| {
+                config::Error::Invalid {
+                    key: "api_token_hashes",
+                    value: hash,
+                    expected: "sha256: and 64 lower-case hex digits".into(),
+                }
+            })?,
+            max_body_bytes: usize::try_from(settings.api_max_body_bytes).unwrap_or(usize::MAX),
+            max_records: settings.api_max_records as usize,
+        },
     }))
 }
 

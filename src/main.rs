@@ -67,6 +67,9 @@ enum Command {
     /// Exit 0 if the service on `listen` answers its /healthz (for container
     /// health checks, which may have no shell or curl).
     Health,
+    /// Mint a write API token: prints the token (give it to the writer; it
+    /// is not stored anywhere) and the digest to add to api_token_hashes.
+    Token,
     /// Fill the table with realistic synthetic URLs under a configured site.
     Demo {
         /// How many URLs to add.
@@ -117,6 +120,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Health => health(settings.listen).await?,
+        Command::Token => {
+            let (token, hash) =
+                sitemapd::tokens::mint().context("reading random bytes for the token")?;
+            println!("token: {token}");
+            println!("hash:  {hash}");
+            eprintln!(
+                "Add the hash to api_token_hashes; send the token as Authorization: Bearer <token>."
+            );
+        }
         Command::Import {
             file,
             format,

@@ -158,6 +158,7 @@ pub fn route_of(path: &str) -> &'static str {
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
         "/robots.txt" => "/robots.txt",
+        _ if path.starts_with("/api/v1/") => "/api/v1",
         _ if file == "sitemap.xsl" => "/sitemap.xsl",
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => "/sitemap_index.xml",
         _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => "/sitemap-{n}.xml.gz",

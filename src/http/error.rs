@@ -7,6 +7,8 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::render::RenderError;
 use crate::store;
@@ -21,6 +23,71 @@ pub enum HttpError {
     Store(#[from] store::Error),
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// A write API request without a token the service admits.
+    #[error("unauthorized")]
+    Unauthorized,
+    /// A write API request refused for what it holds.
+    #[error("{}: {}", .0.title, .0.detail)]
+    Problem(Box<Problem>),
+}
+
+/// An RFC 9457 problem document: what the write API answers every refused
+/// request with.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Problem {
+    /// Names the kind of problem (`urn:sitemapd:problem:…`).
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// For `invalid-records`: each broken rule of each rejected record.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<RecordError>,
+}
+
+/// One broken rule of one record.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RecordError {
+    /// 0-based index of the record in a JSON array body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<u64>,
+    /// 1-based line of the record in an NDJSON body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub field: String,
+    /// The value as received, cut short.
+    pub value: String,
+    pub rule: String,
+    /// All of the above in one sentence.
+    pub detail: String,
+}
+
+impl Problem {
+    /// A problem of kind `urn:sitemapd:problem:{kind}`.
+    pub fn new(status: StatusCode, kind: &str, detail: impl Into<String>) -> Problem {
+        Problem {
+            kind: format!("urn:sitemapd:problem:{kind}"),
+            title: status.canonical_reason().unwrap_or("error").to_owned(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl From<Problem> for HttpError {
+    fn from(problem: Problem) -> Self {
+        HttpError::Problem(Box::new(problem))
+    }
+}
+
+const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+
+fn problem_response(problem: &Problem) -> Response {
+    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = serde_json::to_vec(problem).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, PROBLEM_JSON)], body).into_response()
 }
 
 impl IntoResponse for HttpError {
@@ -35,6 +102,20 @@ impl IntoResponse for HttpError {
                 .into_response(),
             HttpError::Store(error) => unavailable(&error),
             HttpError::Render(error) => unavailable(&error),
+            HttpError::Unauthorized => {
+                let problem = Problem::new(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "send Authorization: Bearer <token> with a token the service is configured for",
+                );
+                let mut response = problem_response(&problem);
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"sitemapd\""),
+                );
+                response
+            }
+            HttpError::Problem(problem) => problem_response(&problem),
         }
     }
 }

@@ -4,8 +4,9 @@
 //! body. Absolute URLs come from the configured base URL only; nothing in a
 //! request (`Host`, `X-Forwarded-*`) reaches them.
 
+pub mod api;
 mod caching;
-mod error;
+pub mod error;
 mod health;
 mod negotiate;
 mod sitemaps;
@@ -53,6 +54,7 @@ pub struct App {
     pub metrics_apart: bool,
     /// How long in-flight responses may take to finish after shutdown begins.
     pub shutdown_grace: std::time::Duration,
+    pub api: api::ApiSettings,
 }
 
 impl AppState {
@@ -78,6 +80,7 @@ pub fn router(state: AppState) -> Router {
         router = router.route("/metrics", get(metrics));
     }
     router
+        .merge(api::router(&state))
         .fallback(sitemaps::dispatch)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -26,6 +26,8 @@ pub enum Position {
     Line(u64),
     /// 1-based `<url>` of a sitemap file.
     Entry { file: String, index: u64 },
+    /// 0-based element of a JSON array (a write API request).
+    Index(u64),
 }
 
 impl fmt::Display for Position {
@@ -33,6 +35,7 @@ impl fmt::Display for Position {
         match self {
             Position::Line(line) => write!(f, "line {line}"),
             Position::Entry { file, index } => write!(f, "{file}, <url> {index}"),
+            Position::Index(index) => write!(f, "record [{index}]"),
         }
     }
 }

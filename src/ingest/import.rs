@@ -111,6 +111,23 @@ pub async fn import(
     Ok(report)
 }
 
+/// Upserts validated records in one transaction, as an import does: all
+/// applied or none, and a record identical to its row changes nothing.
+pub async fn write_records(
+    store: &Store,
+    records: &[Record],
+) -> Result<ImportCounts, store::Error> {
+    let mut rows = Vec::with_capacity(records.len() * 128);
+    for (order, record) in (1..).zip(records) {
+        encode_copy_row(&mut rows, order, record);
+    }
+    let mut session = store.begin_import().await?;
+    session.copy(rows).await?;
+    let counts = session.apply(None).await?;
+    session.commit().await?;
+    Ok(counts)
+}
+
 fn read_and_validate(
     sites: &[Site],
     site: &str,

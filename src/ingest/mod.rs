@@ -3,8 +3,11 @@
 //! - [`validate`]: one rulebook for what a valid record is, and how it is
 //!   normalised, whatever the record came through.
 //! - [`formats`]: reading records from JSON Lines, CSV and sitemap files.
-//! - [`import`]: `sitemapd import`, all or nothing, in bounded memory.
+//! - [`import`]: `sitemapd import`, all or nothing, in bounded memory; and
+//!   the same atomic upsert for a write API batch.
+//! - [`batch`]: a write API request body taken apart into records.
 
+pub mod batch;
 pub mod formats;
 pub mod import;
 pub mod validate;

@@ -33,15 +33,22 @@ pub const CHANGEFREQS: [&str; 7] = [
 
 /// A record as it arrives: every field optional text, checked by
 /// [`Validator::validate`].
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawRecord {
+    /// Absolute http(s) URL under the site's base URL, at most 2,048 characters.
     pub loc: Option<String>,
+    /// W3C datetime: YYYY, YYYY-MM, YYYY-MM-DD, or with time and zone.
     pub lastmod: Option<String>,
+    /// always, hourly, daily, weekly, monthly, yearly or never.
     pub changefreq: Option<String>,
+    /// 0.0 to 1.0, as a number or a string.
     #[serde(default, deserialize_with = "number_or_text")]
+    #[schema(value_type = Option<f64>)]
     pub priority: Option<String>,
+    /// A slug (default: the default section).
     pub section: Option<String>,
+    /// A configured site (default: the primary site).
     pub site: Option<String>,
 }
 

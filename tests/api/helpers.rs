@@ -111,6 +111,21 @@ impl TestApp {
         request.send().await.expect("request sent")
     }
 
+    /// Any request, with headers and a body.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
+        let mut request = self.client.request(method, self.url(path)).body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.expect("request sent")
+    }
+
     pub async fn head(&self, path: &str) -> reqwest::Response {
         self.client
             .head(self.url(path))

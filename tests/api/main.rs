@@ -14,4 +14,5 @@ mod pages;
 mod proxy;
 mod schema;
 mod sites;
+mod write_api;
 mod writes;

@@ -1,0 +1,326 @@
+//! The write API, `/api/v1`: upsert and delete batches of records, look one
+//! up, and count what each site serves. Off unless tokens are configured.
+//!
+//! Records go through the same validator as `sitemapd import` and the same
+//! one-transaction upsert, so a batch is applied whole or not at all, and
+//! every refusal is an RFC 9457 problem document naming what is wrong and
+//! where.
+
+mod body;
+mod model;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::{Json, middleware};
+use serde::Deserialize;
+use time::OffsetDateTime;
+use utoipa::{IntoParams, OpenApi};
+
+pub use model::ApiDoc;
+use model::{DeleteSummary, RecordView, Stats, WriteSummary};
+
+use super::AppState;
+use super::error::{HttpError, Problem, RecordError};
+use crate::ingest::batch::{self, BatchError, RecordKey};
+use crate::ingest::formats::Position;
+use crate::ingest::import::{Rejected, write_records};
+use crate::ingest::validate::{RawRecord, Record, Validator};
+use crate::sitemap::{Encoding, PageName};
+
+/// What an upsert batch's elements must be, for error messages.
+const RECORD_SHAPE: &str =
+    "an object of loc (required), lastmod, changefreq, priority, section, site";
+/// What a delete batch's elements must be.
+const KEY_SHAPE: &str = "a loc string, or an object of loc (required) and site";
+
+/// The write API's limits and the tokens it admits.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    pub tokens: crate::tokens::Tokens,
+    pub max_body_bytes: usize,
+    pub max_records: usize,
+}
+
+/// `/api/v1/…`: the operations when tokens are configured, else a `404`
+/// saying how to turn the API on.
+pub fn router(state: &AppState) -> Router<AppState> {
+    if state.api.tokens.is_empty() {
+        return Router::new().route("/api/v1/{*rest}", any(api_off));
+    }
+    Router::new()
+        .route(
+            "/api/v1/urls",
+            get(get_url).put(put_urls).delete(delete_urls),
+        )
+        .route("/api/v1/stats", get(stats))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .route("/api/v1/openapi.json", get(openapi))
+        .route("/api/v1/{*rest}", any(unknown_operation))
+}
+
+async fn api_off() -> HttpError {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "api-off",
+        "the write API is off: configure api_token_hashes (see `sitemapd token`)",
+    )
+    .into()
+}
+
+async fn unknown_operation() -> HttpError {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "unknown-operation",
+        "no such operation: see /api/v1/openapi.json",
+    )
+    .into()
+}
+
+async fn require_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, HttpError> {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
+    match presented {
+        Some(token) if state.api.tokens.admits(token) => Ok(next.run(request).await),
+        _ => Err(HttpError::Unauthorized),
+    }
+}
+
+async fn openapi() -> Response {
+    Json(ApiDoc::openapi()).into_response()
+}
+
+/// Upsert a batch of records.
+///
+/// Keyed by (site, loc). A record identical to its row changes nothing and
+/// moves no lastmod. All records are applied, or none.
+#[utoipa::path(
+    put,
+    path = "/api/v1/urls",
+    request_body(
+        description = "A JSON array of records, or NDJSON (one record a line); gzip with Content-Encoding: gzip.",
+        content((Vec<RawRecord> = "application/json"), (RawRecord = "application/x-ndjson"))
+    ),
+    responses(
+        (status = 200, description = "Applied", body = WriteSummary),
+        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body or batch too large", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON or NDJSON, or an unknown Content-Encoding", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid records, each error listed; nothing written", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn put_urls(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<WriteSummary>, HttpError> {
+    let records = read_records::<RawRecord>(&state, &headers, body, RECORD_SHAPE).await?;
+    let counts = write_records(&state.store, &records).await?;
+    Ok(Json(WriteSummary::new(records.len(), counts)))
+}
+
+/// Delete a batch of records by loc.
+///
+/// All are deleted, or none; locs with no row are counted as absent.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/urls",
+    request_body(
+        description = "A JSON array of locs (or {loc, site} objects), or NDJSON of them.",
+        content((Vec<RecordKey> = "application/json"), (RecordKey = "application/x-ndjson"))
+    ),
+    responses(
+        (status = 200, description = "Deleted", body = DeleteSummary),
+        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body or batch too large", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON or NDJSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid locs; nothing deleted", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn delete_urls(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<DeleteSummary>, HttpError> {
+    let records = read_records::<RecordKey>(&state, &headers, body, KEY_SHAPE).await?;
+    let (sites, locs): (Vec<String>, Vec<String>) = records
+        .iter()
+        .map(|r| (r.site.clone(), r.loc.clone()))
+        .unzip();
+    let deleted = state.store.delete_records(&sites, &locs).await?;
+    let received = records.len() as u64;
+    Ok(Json(DeleteSummary {
+        received,
+        deleted,
+        absent: received.saturating_sub(deleted),
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct Lookup {
+    /// The record's loc (normalised as on writes, so either spelling finds it).
+    loc: String,
+    /// Its site (default: the primary site).
+    site: Option<String>,
+}
+
+/// One record, with the page that serves it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/urls",
+    params(Lookup),
+    responses(
+        (status = 200, description = "The record", body = RecordView),
+        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such record", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Not a valid loc for the site", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn get_url(
+    State(state): State<AppState>,
+    lookup: Result<Query<Lookup>, QueryRejection>,
+) -> Result<Json<RecordView>, HttpError> {
+    let Query(lookup) = lookup.map_err(|e| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "bad-query",
+            format!("{e} (expected ?loc=…[&site=…])"),
+        )
+    })?;
+    let raw = RawRecord {
+        loc: Some(lookup.loc),
+        site: lookup.site,
+        ..RawRecord::default()
+    };
+    let records = validate(&state, vec![(Position::Index(0), Ok(raw))])?;
+    let key = &records[0];
+    let record = state
+        .store
+        .record(&key.site, &key.loc)
+        .await?
+        .ok_or_else(|| {
+            Problem::new(
+                StatusCode::NOT_FOUND,
+                "no-such-record",
+                format!("site {:?} has no record of {}", key.site, key.loc),
+            )
+        })?;
+    let sitemap = record
+        .page
+        .map(|page| page_url(&state, &record.site, &record.section, page));
+    Ok(Json(RecordView::new(record, sitemap)))
+}
+
+/// Counts per site, section and page, and rows left out of the sitemaps.
+#[utoipa::path(
+    get,
+    path = "/api/v1/stats",
+    responses(
+        (status = 200, description = "The counts", body = Stats),
+        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, HttpError> {
+    let sites = state.store.stats().await?;
+    Ok(Json(Stats::new(sites, |site, section, page| {
+        page_url(&state, site, section, page)
+    })))
+}
+
+/// The absolute URL of a page (only its file name for a site that is no
+/// longer configured).
+fn page_url(state: &AppState, site: &str, section: &str, page: i32) -> String {
+    let name = PageName {
+        section: section.to_owned(),
+        page,
+    };
+    let base = state
+        .sites
+        .all()
+        .iter()
+        .find(|s| s.name == site)
+        .map_or("", |s| s.base_url.as_str());
+    format!("{base}{}", name.file_name(Encoding::Gzip))
+}
+
+/// The body's records, every one valid, or the problem to answer with.
+async fn read_records<T>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    shape: &str,
+) -> Result<Vec<Record>, HttpError>
+where
+    T: serde::de::DeserializeOwned + Into<RawRecord>,
+{
+    let (bytes, format) = body::read(headers, body, state.api.max_body_bytes).await?;
+    let elements =
+        batch::elements::<T>(&bytes, format, state.api.max_records, shape).map_err(|error| {
+            match error {
+                BatchError::Malformed(_) => {
+                    Problem::new(StatusCode::BAD_REQUEST, "malformed-body", error.to_string())
+                }
+                BatchError::TooMany { .. } => Problem::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too-many-records",
+                    error.to_string(),
+                ),
+            }
+        })?;
+    let elements = elements
+        .into_iter()
+        .map(|(position, parsed)| (position, parsed.map(Into::into)))
+        .collect();
+    validate(state, elements)
+}
+
+fn validate(
+    state: &AppState,
+    elements: Vec<(
+        Position,
+        Result<RawRecord, crate::ingest::validate::FieldError>,
+    )>,
+) -> Result<Vec<Record>, HttpError> {
+    let sites = state.sites.all();
+    let validator = Validator::new(sites, &sites[0].name, "", OffsetDateTime::now_utc());
+    batch::validate_all(&validator, elements).map_err(|rejected| invalid(&rejected).into())
+}
+
+fn invalid(rejected: &[Rejected]) -> Problem {
+    let mut problem = Problem::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid-records",
+        format!("{} record(s) invalid; nothing was written", rejected.len()),
+    );
+    for Rejected { position, errors } in rejected {
+        let (index, line) = match position {
+            Position::Index(i) => (Some(*i), None),
+            Position::Line(n) => (None, Some(*n)),
+            Position::Entry { .. } => (None, None),
+        };
+        problem.errors.extend(errors.iter().map(|e| RecordError {
+            index,
+            line,
+            field: e.field.to_owned(),
+            value: e.value.clone(),
+            rule: e.rule.clone(),
+            detail: format!("{position}: {e}"),
+        }));
+    }
+    problem
+}

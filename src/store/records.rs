@@ -1,0 +1,151 @@
+//! Single records and counts, for the write API: one record with its page, a
+//! batch of deletions, and what each site, section and page holds.
+//!
+//! Counts come from the page summaries (O(pages)), and skipped rows from
+//! their partial index, so stats stay cheap on a table of any size.
+
+use std::collections::BTreeMap;
+
+use time::OffsetDateTime;
+
+use super::{Error, Store};
+
+/// A row as stored, with where it is served (or why it is not).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredRecord {
+    pub site: String,
+    pub section: String,
+    pub loc: String,
+    pub lastmod: Option<OffsetDateTime>,
+    pub changefreq: Option<String>,
+    pub priority: Option<f32>,
+    pub updated_at: OffsetDateTime,
+    /// `None` when the row is left out of every sitemap.
+    pub page: Option<i32>,
+    pub skip_reason: Option<String>,
+}
+
+/// One site's counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteStats {
+    pub site: String,
+    pub sections: Vec<SectionStats>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionStats {
+    pub section: String,
+    /// Rows left out of the sitemaps.
+    pub skipped: i64,
+    pub pages: Vec<PageStats>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PageStats {
+    pub page: i32,
+    pub url_count: i32,
+    /// Bytes reserved for the page's entries (an upper bound of its size).
+    pub bytes: i64,
+    pub lastmod: OffsetDateTime,
+}
+
+impl Store {
+    /// The row of `(site, loc)`, if any.
+    pub async fn record(&self, site: &str, loc: &str) -> Result<Option<StoredRecord>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT site, section, loc, lastmod, changefreq, priority, updated_at, page, skip_reason
+             FROM sitemap_urls WHERE site = $1 AND loc = $2",
+        )
+        .bind(site)
+        .bind(loc)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Deletes the rows of `(sites[i], locs[i])` in one statement (so all or
+    /// none); returns how many existed.
+    pub async fn delete_records(&self, sites: &[String], locs: &[String]) -> Result<u64, Error> {
+        Ok(sqlx::query(
+            "DELETE FROM sitemap_urls u
+             USING unnest($1::text[], $2::text[]) AS d(site, loc)
+             WHERE u.site = d.site AND u.loc = d.loc",
+        )
+        .bind(sites)
+        .bind(locs)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+
+    /// Every site's sections and pages with their counts, in index order,
+    /// sections that only hold skipped rows included.
+    pub async fn stats(&self) -> Result<Vec<SiteStats>, Error> {
+        let mut tx = self.pool.begin().await?;
+        // One snapshot for both reads, so pages and skips agree.
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let pages: Vec<(String, String, PageStats)> =
+            sqlx::query_as::<_, (String, String, i32, i32, i64, OffsetDateTime)>(
+                "SELECT site, section, page, url_count, bytes, lastmod FROM sitemap_pages
+             ORDER BY site, section, page",
+            )
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .map(|(site, section, page, url_count, bytes, lastmod)| {
+                let page = PageStats {
+                    page,
+                    url_count,
+                    bytes,
+                    lastmod,
+                };
+                (site, section, page)
+            })
+            .collect();
+        let skipped: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT site, section, count(*) FROM sitemap_urls
+             WHERE skip_reason IS NOT NULL GROUP BY site, section",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(group_stats(pages, skipped))
+    }
+}
+
+fn group_stats(
+    pages: Vec<(String, String, PageStats)>,
+    skipped: Vec<(String, String, i64)>,
+) -> Vec<SiteStats> {
+    type Sections = BTreeMap<String, SectionStats>;
+    fn section(
+        sites: &mut BTreeMap<String, Sections>,
+        site: String,
+        name: String,
+    ) -> &mut SectionStats {
+        sites
+            .entry(site)
+            .or_default()
+            .entry(name.clone())
+            .or_insert_with(|| SectionStats {
+                section: name,
+                skipped: 0,
+                pages: Vec::new(),
+            })
+    }
+    let mut sites = BTreeMap::new();
+    for (site, name, page) in pages {
+        section(&mut sites, site, name).pages.push(page);
+    }
+    for (site, name, count) in skipped {
+        section(&mut sites, site, name).skipped = count;
+    }
+    sites
+        .into_iter()
+        .map(|(site, sections)| SiteStats {
+            site,
+            sections: sections.into_values().collect(),
+        })
+        .collect()
+}
