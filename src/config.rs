@@ -1,5 +1,6 @@
 //! Configuration: `config/default.toml` (built in), an optional file, then
-//! `SITEMAPD_*` environment variables (and `DATABASE_URL`), later layers
+//! `SITEMAPD_*` environment variables (and `DATABASE_URL`,
+//! `DATABASE_READ_URL`), later layers
 //! winning.
 //!
 //! Everything is checked once, at start: a bad value stops the process with a
@@ -40,6 +41,9 @@ pub enum Error {
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     pub database_url: DatabaseUrl,
+    /// A read replica for the sitemaps' reads, if any.
+    #[serde(default)]
+    pub database_read_url: Option<DatabaseUrl>,
     pub db_max_connections: u32,
     pub db_acquire_timeout_ms: u64,
     pub listen: SocketAddr,
@@ -67,6 +71,15 @@ pub struct Settings {
     pub skip_report_interval_ms: u64,
     pub shutdown_grace_seconds: u64,
     pub log_format: LogFormat,
+    /// Bytes of built pages kept in memory.
+    pub page_cache_bytes: u64,
+    /// Where built pages are also kept on disk, if anywhere.
+    #[serde(default)]
+    pub page_cache_dir: Option<PathBuf>,
+    /// Pages built at once, at most; more cold requests wait, then are shed.
+    pub max_concurrent_builds: u32,
+    /// How long a cold request waits for a build slot before a `503`.
+    pub build_wait_ms: u64,
     /// Digests (`sha256:…`, from `sitemapd token`) of the write API's bearer
     /// tokens; none leaves the API off.
     #[serde(default)]
@@ -153,11 +166,13 @@ impl Settings {
         if let Some(file) = file {
             figment = figment.merge(Toml::file_exact(file));
         }
-        let figment = figment.merge(Env::raw().only(&["DATABASE_URL"])).merge(
-            Env::prefixed("SITEMAPD_")
-                .ignore(&["CONFIG_FILE"])
-                .split("__"),
-        );
+        let figment = figment
+            .merge(Env::raw().only(&["DATABASE_URL", "DATABASE_READ_URL"]))
+            .merge(
+                Env::prefixed("SITEMAPD_")
+                    .ignore(&["CONFIG_FILE"])
+                    .split("__"),
+            );
         Self::from_figment(figment)
     }
 
@@ -237,6 +252,13 @@ impl Settings {
                     .into(),
             ));
         }
+        if self.max_concurrent_builds == 0 {
+            return Err(invalid(
+                "max_concurrent_builds",
+                &self.max_concurrent_builds,
+                "at least 1".into(),
+            ));
+        }
         if self.api_max_body_bytes == 0 || self.api_max_records == 0 {
             return Err(invalid(
                 "api_max_body_bytes/api_max_records",
@@ -244,12 +266,17 @@ impl Settings {
                 "both at least 1".into(),
             ));
         }
-        if Url::parse(self.database_url.expose()).is_err() {
-            return Err(invalid(
-                "database_url",
-                &self.database_url.redacted(),
-                "a URL such as postgres://user@host:5432/dbname".into(),
-            ));
+        for (key, url) in [
+            ("database_url", Some(&self.database_url)),
+            ("database_read_url", self.database_read_url.as_ref()),
+        ] {
+            if let Some(url) = url.filter(|url| Url::parse(url.expose()).is_err()) {
+                return Err(invalid(
+                    key,
+                    &url.redacted(),
+                    "a URL such as postgres://user@host:5432/dbname".into(),
+                ));
+            }
         }
         Ok(())
     }

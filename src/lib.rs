@@ -12,6 +12,8 @@
 //! - [`sitemap`] — the protocol: limits, file names, the XML writer.
 //! - [`render`] — one page from rows to (compressed) body chunks, off the
 //!   request's connection.
+//! - [`cache`] — built pages by version, in memory and on disk; one build
+//!   per cold page, and a bound on builds at once.
 //! - [`http`] — routes (the sitemaps, and the write API under `/api/v1`),
 //!   errors as responses, shared state.
 //! - [`ingest`] — the rules every incoming record is checked and normalised by.
@@ -23,6 +25,7 @@
 //! A request flows one way: [`http`] route → [`store`] → [`sitemap`] writer
 //! (inside [`render`]) → body.
 
+pub mod cache;
 pub mod config;
 pub mod demo;
 pub mod http;
@@ -66,12 +69,23 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
     store
         .configure(&sites, settings.max_urls, entry_budget)
         .await?;
+    let page_fingerprint = http::page_fingerprint(settings);
+    let cache = cache::PageCache::new(&cache::CacheSettings {
+        memory_bytes: settings.page_cache_bytes,
+        // Pages built under other settings are other bytes: kept apart.
+        dir: settings
+            .page_cache_dir
+            .as_ref()
+            .map(|dir| dir.join(&page_fingerprint)),
+        max_builds: settings.max_concurrent_builds as usize,
+        build_wait: Duration::from_millis(settings.build_wait_ms),
+    });
     Ok(AppState::new(http::App {
         store,
         sites: http::Sites::new(sites, settings.strict_host, settings.proxy_strips_prefix),
         cache_max_age: settings.cache_max_age_seconds,
         max_index_entries: settings.max_index_entries as usize,
-        page_fingerprint: http::page_fingerprint(settings),
+        page_fingerprint,
         render: RenderOptions {
             max_urls: settings.max_urls,
             max_bytes: settings.max_bytes,
@@ -95,6 +109,7 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
             max_body_bytes: usize::try_from(settings.api_max_body_bytes).unwrap_or(usize::MAX),
             max_records: settings.api_max_records as usize,
         },
+        cache,
     }))
 }
 

@@ -11,6 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::cache::{PageCache, Source};
 use crate::store::Store;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -30,6 +31,11 @@ struct SiteLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PoolLabels {
     state: &'static str,
 }
@@ -44,6 +50,8 @@ pub struct Metrics {
     rows_left_out: Counter,
     skipped_rows: Family<SiteLabels, Gauge>,
     pool: Family<PoolLabels, Gauge>,
+    pages_served: Family<SourceLabels, Counter>,
+    page_cache_bytes: Gauge,
 }
 
 impl Default for Metrics {
@@ -91,8 +99,22 @@ impl Default for Metrics {
             "Database pool connections by state",
             pool.clone(),
         );
+        let pages_served = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "pages_served",
+            "Compressed pages answered, by where their bytes came from (memory, disk, built)",
+            pages_served.clone(),
+        );
+        let page_cache_bytes = Gauge::default();
+        registry.register(
+            "page_cache_bytes",
+            "Bytes of built pages held in memory",
+            page_cache_bytes.clone(),
+        );
         Metrics {
             registry,
+            pages_served,
+            page_cache_bytes,
             requests,
             body_bytes,
             page_build,
@@ -123,9 +145,22 @@ impl Metrics {
         self.rows_left_out.inc_by(left_out);
     }
 
+    pub fn page_served(&self, source: Source) {
+        let source = match source {
+            Source::Memory => "memory",
+            Source::Disk => "disk",
+            Source::Built => "built",
+        };
+        self.pages_served
+            .get_or_create(&SourceLabels { source })
+            .inc();
+    }
+
     /// The metrics in text form, with the gauges read now. A database that
     /// does not answer leaves the skipped-rows gauges as last read.
-    pub async fn render(&self, store: &Store) -> String {
+    pub async fn render(&self, store: &Store, cache: &PageCache) -> String {
+        self.page_cache_bytes
+            .set(i64::try_from(cache.memory_bytes()).unwrap_or(i64::MAX));
         let pool = store.pool();
         let (size, idle) = (i64::from(pool.size()), pool.num_idle() as i64);
         self.pool

@@ -15,13 +15,13 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use futures_util::{Stream, StreamExt, TryStreamExt, stream};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tracing::Instrument;
 
 use crate::metrics::Metrics;
@@ -70,7 +70,7 @@ pub struct PageRequest {
 
 /// How a body is compressed: gzip for `.xml.gz` files, and any of these on
 /// the wire for `.xml` documents, as the client accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {
     Identity,
     Gzip,
@@ -123,21 +123,36 @@ impl SkipLog {
     }
 }
 
+/// What rendering a page needs besides the page itself.
+#[derive(Debug, Clone)]
+pub struct Renderer {
+    pub store: Store,
+    pub options: RenderOptions,
+    pub skips: Arc<SkipLog>,
+    pub metrics: Arc<Metrics>,
+}
+
 /// Starts rendering and waits for the first chunk. `Err` means nothing has
-/// been sent; the stream's own errors come after bytes were sent.
+/// been sent; the stream's own errors come after bytes were sent. The build
+/// slot is held until the page is read and written.
 pub async fn render_page(
-    store: Store,
+    renderer: Renderer,
     request: PageRequest,
-    options: RenderOptions,
-    skips: std::sync::Arc<SkipLog>,
-    metrics: std::sync::Arc<Metrics>,
+    slot: OwnedSemaphorePermit,
 ) -> Result<impl Stream<Item = Result<Bytes, RenderError>> + Send + 'static, RenderError> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(
         async move {
+            let Renderer {
+                store,
+                options,
+                skips,
+                metrics,
+            } = renderer;
             if let Err(error) = produce(&store, &request, options, &skips, &metrics, &tx).await {
                 let _ = tx.send(Err(error));
             }
+            drop(slot);
         }
         .in_current_span(),
     );
@@ -146,6 +161,19 @@ pub async fn render_page(
         rx.recv().await.map(|item| (item, rx))
     });
     Ok(stream::once(async { Ok(first) }).chain(rest))
+}
+
+/// Renders a whole page into memory, for the page cache.
+pub async fn build_page(
+    renderer: Renderer,
+    request: PageRequest,
+    slot: OwnedSemaphorePermit,
+) -> Result<Bytes, RenderError> {
+    let chunks: Vec<Bytes> = render_page(renderer, request, slot)
+        .await?
+        .try_collect()
+        .await?;
+    Ok(Bytes::from(chunks.concat()))
 }
 
 type ChunkSender = mpsc::UnboundedSender<Result<Bytes, RenderError>>;

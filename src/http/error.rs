@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::cache::CacheError;
 use crate::render::RenderError;
 use crate::store;
 
@@ -23,6 +24,12 @@ pub enum HttpError {
     Store(#[from] store::Error),
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// A page build that failed for several waiting requests at once.
+    #[error("building the page: {0}")]
+    Shared(String),
+    /// Too many pages being built: load shed.
+    #[error("overloaded")]
+    Overloaded,
     /// A write API request without a token the service admits.
     #[error("unauthorized")]
     Unauthorized,
@@ -76,6 +83,28 @@ impl Problem {
     }
 }
 
+impl From<CacheError> for HttpError {
+    fn from(error: CacheError) -> Self {
+        match error {
+            CacheError::Overloaded => HttpError::Overloaded,
+            CacheError::Build(error) => HttpError::Render(error),
+        }
+    }
+}
+
+impl From<std::sync::Arc<CacheError>> for HttpError {
+    fn from(error: std::sync::Arc<CacheError>) -> Self {
+        // Shared by every request that waited for the same build.
+        match std::sync::Arc::try_unwrap(error) {
+            Ok(error) => error.into(),
+            Err(shared) => match &*shared {
+                CacheError::Overloaded => HttpError::Overloaded,
+                CacheError::Build(error) => HttpError::Shared(error.to_string()),
+            },
+        }
+    }
+}
+
 impl From<Problem> for HttpError {
     fn from(problem: Problem) -> Self {
         HttpError::Problem(Box::new(problem))
@@ -102,6 +131,16 @@ impl IntoResponse for HttpError {
                 .into_response(),
             HttpError::Store(error) => unavailable(&error),
             HttpError::Render(error) => unavailable(&error),
+            HttpError::Shared(error) => {
+                tracing::error!(%error, "answering 503: database unavailable");
+                unavailable_response()
+            }
+            HttpError::Overloaded => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+                "too many sitemap pages being built, retry later\n",
+            )
+                .into_response(),
             HttpError::Unauthorized => {
                 let problem = Problem::new(
                     StatusCode::UNAUTHORIZED,
@@ -122,6 +161,10 @@ impl IntoResponse for HttpError {
 
 fn unavailable(error: &dyn std::error::Error) -> Response {
     tracing::error!(error = %error, "answering 503: database unavailable");
+    unavailable_response()
+}
+
+fn unavailable_response() -> Response {
     // Retry-After is added by the router's layer, which knows the setting.
     (
         StatusCode::SERVICE_UNAVAILABLE,

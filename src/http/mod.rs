@@ -55,6 +55,19 @@ pub struct App {
     /// How long in-flight responses may take to finish after shutdown begins.
     pub shutdown_grace: std::time::Duration,
     pub api: api::ApiSettings,
+    pub cache: crate::cache::PageCache,
+}
+
+impl App {
+    /// What a page build needs, for a task of its own.
+    pub fn renderer(&self) -> crate::render::Renderer {
+        crate::render::Renderer {
+            store: self.store.clone(),
+            options: self.render,
+            skips: self.skips.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
 }
 
 impl AppState {
@@ -130,7 +143,7 @@ pub fn metrics_router(state: AppState) -> Router {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let text = state.metrics.render(&state.store).await;
+    let text = state.metrics.render(&state.store, &state.cache).await;
     let content_type =
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
     ([(header::CONTENT_TYPE, content_type)], text).into_response()

@@ -14,8 +14,9 @@ use super::caching::{Validators, fingerprint};
 use super::negotiate::negotiate;
 use super::sites::request_host;
 use super::{AppState, HttpError};
+use crate::cache::{PageKey, Source};
 use crate::config::Site;
-use crate::render::{Codec, PageRequest, compress, render_page};
+use crate::render::{Codec, PageRequest, build_page, compress, render_page};
 use crate::sitemap::name::{index_file_name, parse_index_part};
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 
@@ -170,30 +171,47 @@ async fn page(
         (header::CONTENT_TYPE, content_type),
         (X_ROBOTS_TAG, NOINDEX),
     ];
+    let request = PageRequest {
+        site: site.name.clone(),
+        section: name.section,
+        page: name.page,
+        codec,
+        route: match encoding {
+            Encoding::Gzip => "/sitemap-{n}.xml.gz",
+            Encoding::Plain => "/sitemap-{n}.xml",
+        },
+    };
     let mut response = if method == Method::HEAD {
         // Framed like the GET (streamed, length unknown), without reading rows.
         let no_chunks = futures_util::stream::empty::<Result<Bytes, Infallible>>();
         (headers, Body::from_stream(no_chunks)).into_response()
-    } else {
-        let request = PageRequest {
-            site: site.name.clone(),
-            section: name.section,
-            page: name.page,
-            codec,
-            route: match encoding {
-                Encoding::Gzip => "/sitemap-{n}.xml.gz",
-                Encoding::Plain => "/sitemap-{n}.xml",
-            },
-        };
-        let chunks = render_page(
-            state.store.clone(),
-            request,
-            state.render,
-            state.skips.clone(),
-            state.metrics.clone(),
-        )
-        .await?;
+    } else if codec == Codec::Identity {
+        // Uncompressed pages (for the rare client that accepts no
+        // encoding) are up to 50 MiB: streamed, never cached.
+        let slot = state.cache.build_slot().await?;
+        let chunks = render_page(state.renderer(), request, slot).await?;
         (headers, Body::from_stream(chunks)).into_response()
+    } else {
+        let key = PageKey {
+            site: request.site.clone(),
+            section: request.section.clone(),
+            page: request.page,
+            codec,
+            version: summary.lastmod.unix_timestamp_nanos() / 1000,
+        };
+        let route = request.route;
+        let (body, source) = state
+            .cache
+            .get_or_build(key, || async {
+                let slot = state.cache.build_slot().await?;
+                Ok(build_page(state.renderer(), request, slot).await?)
+            })
+            .await?;
+        state.metrics.page_served(source);
+        if source != Source::Built {
+            state.metrics.body_bytes(route, body.len());
+        }
+        (headers, body).into_response()
     };
     if let Some(vary) = vary {
         set_content_encoding(response.headers_mut(), codec);

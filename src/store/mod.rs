@@ -47,10 +47,17 @@ impl From<sqlx::migrate::MigrateError> for Error {
     }
 }
 
-/// Handle to the database; cheap to clone (it shares one pool).
+/// Handle to the database; cheap to clone (it shares its pools).
+///
+/// Writes, migrations and configuration go to the primary; the sitemaps'
+/// reads (summaries and rows) go to `read`, which is the primary too unless
+/// a read replica is configured. A page's summary and rows are read from the
+/// same server, so a replica that lags serves an older page whole, with the
+/// validators of that older page, never a mix.
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
+    read: PgPool,
 }
 
 /// A page of a site as the summaries have it: the index lists the non-empty
@@ -113,11 +120,27 @@ impl Store {
         }
         let options = PgConnectOptions::from_str(url)?;
         let pool = pool_options(settings).connect_with(options).await?;
-        Ok(Store { pool })
+        let read = match &settings.database_read_url {
+            None => pool.clone(),
+            Some(read_url) => {
+                let options = PgConnectOptions::from_str(read_url.expose())?;
+                pool_options(settings).connect_with(options).await?
+            }
+        };
+        Ok(Store { pool, read })
     }
 
+    /// One pool for reads and writes.
     pub fn from_pool(pool: PgPool) -> Store {
-        Store { pool }
+        Store {
+            read: pool.clone(),
+            pool,
+        }
+    }
+
+    /// Sends the sitemaps' reads to `read` (a replica) from now on.
+    pub fn with_read_pool(self, read: PgPool) -> Store {
+        Store { read, ..self }
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -160,9 +183,10 @@ impl Store {
         Ok(())
     }
 
-    /// Whether the database answers.
+    /// Whether the database (and the read replica, if any) answers.
     pub async fn ping(&self) -> Result<(), Error> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(&self.read).await?;
         Ok(())
     }
 
@@ -174,7 +198,7 @@ impl Store {
              ORDER BY section, page",
         )
         .bind(site)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await?)
     }
 
@@ -184,7 +208,7 @@ impl Store {
             "SELECT count(*) FROM sitemap_pages WHERE site = $1 AND url_count > 0",
         )
         .bind(site)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.read)
         .await?)
     }
 
@@ -202,7 +226,7 @@ impl Store {
         .bind(site)
         .bind(section)
         .bind(page)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?)
     }
 
@@ -223,7 +247,7 @@ impl Store {
         .bind(site)
         .bind(section)
         .bind(page)
-        .fetch(&self.pool)
+        .fetch(&self.read)
     }
 
     /// Rows left out of the sitemaps that have not been reported yet, marked

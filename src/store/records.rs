@@ -1,6 +1,9 @@
 //! Single records and counts, for the write API: one record with its page, a
 //! batch of deletions, and what each site, section and page holds.
 //!
+//! Lookups and stats read where the sitemaps do (a replica, if one is
+//! configured); deletions go to the primary.
+//!
 //! Counts come from the page summaries (O(pages)), and skipped rows from
 //! their partial index, so stats stay cheap on a table of any size.
 
@@ -58,7 +61,7 @@ impl Store {
         )
         .bind(site)
         .bind(loc)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await?)
     }
 
@@ -80,7 +83,7 @@ impl Store {
     /// Every site's sections and pages with their counts, in index order,
     /// sections that only hold skipped rows included.
     pub async fn stats(&self) -> Result<Vec<SiteStats>, Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.read.begin().await?;
         // One snapshot for both reads, so pages and skips agree.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)

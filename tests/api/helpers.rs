@@ -37,11 +37,21 @@ impl TestApp {
     }
 
     pub async fn spawn_with(pool: PgPool, configure: impl FnOnce(&mut Settings)) -> TestApp {
+        Self::spawn_on(Store::from_pool(pool.clone()), pool, configure).await
+    }
+
+    /// The service over `store` (e.g. one with a read replica); `pool` is
+    /// the primary, where tests write.
+    pub async fn spawn_on(
+        store: Store,
+        pool: PgPool,
+        configure: impl FnOnce(&mut Settings),
+    ) -> TestApp {
         let mut settings = Settings::defaults();
         settings.base_url = BASE_URL.into();
         configure(&mut settings);
         settings.validate().expect("test settings are valid");
-        let state = sitemapd::prepare(Store::from_pool(pool.clone()), &settings)
+        let state = sitemapd::prepare(store, &settings)
             .await
             .expect("service prepares");
         let listener = TcpListener::bind("127.0.0.1:0")
@@ -277,7 +287,7 @@ impl TestApp {
 }
 
 /// The test database's URL, for running the binary against it.
-fn database_url(pool: &PgPool) -> String {
+pub fn database_url(pool: &PgPool) -> String {
     let options = pool.connect_options();
     format!(
         "postgres://{}@{}:{}/{}",

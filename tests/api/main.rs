@@ -12,6 +12,7 @@ mod index;
 mod operations;
 mod pages;
 mod proxy;
+mod scale;
 mod schema;
 mod sites;
 mod write_api;

@@ -1,0 +1,199 @@
+//! The page cache: built pages' compressed bytes, so an unchanged page is
+//! never rebuilt.
+//!
+//! A page's key includes its version (the change time its summary keeps,
+//! strictly increasing per page), so a changed page can never be answered
+//! from an older build: it simply has a new key, and the old entry ages out.
+//! Memory is bounded by a byte budget (LRU); an optional disk tier keeps one
+//! file per page and encoding, so a restart or an entry evicted from memory
+//! costs a file read rather than a rebuild.
+//!
+//! A cold page is built once however many requests ask for it at the same
+//! time: they wait for that one build. Builds are bounded by a semaphore;
+//! a request that cannot get a build slot within the configured wait is shed
+//! (`503` with `Retry-After`), while cached pages and `304`s keep flowing.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use moka::future::Cache;
+use moka::policy::EvictionPolicy;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::render::{Codec, RenderError};
+
+/// Identifies one build of one page in one encoding.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageKey {
+    pub site: String,
+    pub section: String,
+    pub page: i32,
+    pub codec: Codec,
+    /// The page's change time, in microseconds: its version.
+    pub version: i128,
+}
+
+/// Why a page could not be answered from or built into the cache.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("too many pages being built: shed")]
+    Overloaded,
+    #[error(transparent)]
+    Build(#[from] RenderError),
+}
+
+/// How the cache is sized and builds are bounded.
+#[derive(Debug, Clone)]
+pub struct CacheSettings {
+    /// Bytes of page bodies kept in memory.
+    pub memory_bytes: u64,
+    /// Where the disk tier keeps pages, if anywhere.
+    pub dir: Option<PathBuf>,
+    /// Pages built at once, at most.
+    pub max_builds: usize,
+    /// How long a cold request waits for a build slot before it is shed.
+    pub build_wait: Duration,
+}
+
+/// Where a page's bytes came from, for the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Memory, or another request's build that this one waited for.
+    Memory,
+    Disk,
+    Built,
+}
+
+#[derive(Debug)]
+pub struct PageCache {
+    memory: Cache<PageKey, Bytes>,
+    dir: Option<PathBuf>,
+    builds: Arc<Semaphore>,
+    build_wait: Duration,
+}
+
+impl PageCache {
+    pub fn new(settings: &CacheSettings) -> PageCache {
+        let memory = Cache::builder()
+            .max_capacity(settings.memory_bytes)
+            .weigher(|_key: &PageKey, body: &Bytes| u32::try_from(body.len()).unwrap_or(u32::MAX))
+            .eviction_policy(EvictionPolicy::lru())
+            .build();
+        PageCache {
+            memory,
+            dir: settings.dir.clone(),
+            builds: Arc::new(Semaphore::new(settings.max_builds.max(1))),
+            build_wait: settings.build_wait,
+        }
+    }
+
+    /// A build slot, waiting at most the configured time for one.
+    pub async fn build_slot(&self) -> Result<OwnedSemaphorePermit, CacheError> {
+        tokio::time::timeout(self.build_wait, self.builds.clone().acquire_owned())
+            .await
+            .map_err(|_| CacheError::Overloaded)?
+            .map_err(|_| CacheError::Overloaded)
+    }
+
+    /// The page's bytes: from memory, else from disk, else built by `build`
+    /// (which takes a [`build_slot`](Self::build_slot)) and kept. Concurrent
+    /// callers with the same key share one lookup and one build.
+    pub async fn get_or_build<F, Fut>(
+        &self,
+        key: PageKey,
+        build: F,
+    ) -> Result<(Bytes, Source), Arc<CacheError>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Bytes, CacheError>>,
+    {
+        if let Some(body) = self.memory.get(&key).await {
+            return Ok((body, Source::Memory));
+        }
+        let mut source = Source::Memory;
+        let body = self
+            .memory
+            .try_get_with(key.clone(), async {
+                if let Some(body) = self.read_disk(&key).await {
+                    source = Source::Disk;
+                    return Ok(body);
+                }
+                let body = build().await?;
+                source = Source::Built;
+                self.write_disk(&key, &body).await;
+                Ok::<_, CacheError>(body)
+            })
+            .await?;
+        Ok((body, source))
+    }
+
+    /// Bytes held in memory now (eventually consistent).
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory.weighted_size()
+    }
+
+    async fn read_disk(&self, key: &PageKey) -> Option<Bytes> {
+        let path = disk_path(self.dir.as_deref()?, key);
+        let version = key.version;
+        tokio::task::spawn_blocking(move || {
+            let file = std::fs::read(&path).ok()?;
+            let (stamp, body) = file.split_at_checked(16)?;
+            (i128::from_le_bytes(stamp.try_into().ok()?) == version)
+                .then(|| Bytes::copy_from_slice(body))
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Keeps the page on disk, replacing the page's older build; a failure
+    /// only costs a rebuild later, so it is logged, not returned.
+    async fn write_disk(&self, key: &PageKey, body: &Bytes) {
+        let Some(dir) = self.dir.as_deref() else {
+            return;
+        };
+        let path = disk_path(dir, key);
+        let (version, body) = (key.version, body.clone());
+        let written = tokio::task::spawn_blocking(move || {
+            let folder = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(folder)?;
+            let mut file = tempfile_in(folder)?;
+            file.1.write_all(&version.to_le_bytes())?;
+            file.1.write_all(&body)?;
+            file.1.sync_data()?;
+            std::fs::rename(&file.0, &path)
+        })
+        .await;
+        if let Ok(Err(error)) | Err(error) = written.map_err(std::io::Error::other) {
+            tracing::warn!(%error, "page cache: could not write the disk tier");
+        }
+    }
+}
+
+/// One file per (site, section, page, encoding); its first 16 bytes are
+/// the version it holds.
+fn disk_path(dir: &Path, key: &PageKey) -> PathBuf {
+    let section = if key.section.is_empty() {
+        "_"
+    } else {
+        &key.section
+    };
+    dir.join(&key.site)
+        .join(format!("{section}-{}.{}", key.page, key.codec.token()))
+}
+
+/// A new file with a unique name in `folder`, renamed into place once whole
+/// so that a reader never sees half a page.
+fn tempfile_in(folder: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = folder.join(format!(".tmp-{}-{n}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    Ok((path, file))
+}

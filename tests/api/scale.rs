@@ -1,0 +1,270 @@
+//! Serving at scale: the page cache (never stale, one build per cold page,
+//! a disk tier that survives restarts), load shedding that spares cached
+//! pages, and replicas (stateless servers over one database, reads from a
+//! replica database).
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use sitemapd::store::Store;
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::helpers::{BASE_URL, TestApp, database_url, gunzip, header};
+
+/// A counter or gauge from `/metrics` (0 when not yet there).
+async fn metric(app: &TestApp, series: &str) -> f64 {
+    let text = app.get("/metrics").await.text().await.expect("metrics");
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+async fn built(app: &TestApp) -> f64 {
+    metric(app, r#"sitemapd_pages_served_total{source="built"}"#).await
+}
+
+async fn gz_body(app: &TestApp, path: &str) -> Vec<u8> {
+    let response = app.get(path).await;
+    assert_eq!(response.status(), 200, "{path}");
+    response.bytes().await.expect("body").to_vec()
+}
+
+#[sqlx::test]
+async fn an_unchanged_page_is_never_rebuilt_and_a_changed_one_never_served_stale(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "p", 5).await;
+    let first = gz_body(&app, "/sitemap-1.xml.gz").await;
+    for _ in 0..3 {
+        assert_eq!(gz_body(&app, "/sitemap-1.xml.gz").await, first);
+    }
+    assert_eq!(built(&app).await, 1.0);
+    assert_eq!(metric(&app, "sitemapd_rows_read_total").await, 5.0);
+
+    sqlx::query("UPDATE sitemap_urls SET priority = 0.3 WHERE loc = $1")
+        .bind(format!("{BASE_URL}p2"))
+        .execute(&app.pool)
+        .await
+        .expect("update");
+    let page = app.page("/sitemap-1.xml.gz").await;
+    assert_eq!(page.urls[1].priority.as_deref(), Some("0.3"), "never stale");
+    assert_eq!(built(&app).await, 2.0);
+
+    // Each encoding of a .xml page is a cache entry of its own; gzip on the
+    // wire is the very bytes of the .xml.gz file, and shares its entry.
+    for encoding in ["gzip", "br", "zstd", "br"] {
+        let response = app
+            .get_as(
+                "127.0.0.1",
+                "/sitemap-1.xml",
+                &[("accept-encoding", encoding)],
+            )
+            .await;
+        assert_eq!(header(&response, "content-encoding"), encoding);
+    }
+    assert_eq!(built(&app).await, 4.0);
+}
+
+#[sqlx::test]
+async fn concurrent_requests_for_a_cold_page_share_one_build(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.insert_hashed_urls(5_000).await;
+    let bodies = join_all((0..16).map(|_| gz_body(&app, "/sitemap-1.xml.gz"))).await;
+    assert!(bodies.windows(2).all(|pair| pair[0] == pair[1]));
+    assert_eq!(built(&app).await, 1.0);
+    assert_eq!(metric(&app, "sitemapd_rows_read_total").await, 5_000.0);
+    assert_eq!(
+        metric(&app, r#"sitemapd_pages_served_total{source="memory"}"#).await,
+        15.0
+    );
+}
+
+#[sqlx::test]
+async fn past_the_build_limit_cold_pages_are_shed_and_cached_ones_still_served(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.max_urls = 10;
+        s.max_concurrent_builds = 1;
+        s.build_wait_ms = 200;
+        s.retry_after_seconds = 7;
+    })
+    .await;
+    app.insert_urls("", "p", 30).await;
+    let cached = app.get("/sitemap-3.xml.gz").await;
+    let etag = header(&cached, "etag").to_owned();
+
+    // A writer holds the table: the next build blocks on its rows, holding
+    // the only build slot.
+    let mut writer = app.pool.acquire().await.expect("connection");
+    sqlx::raw_sql("BEGIN; LOCK TABLE sitemap_urls IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *writer)
+        .await
+        .expect("lock");
+    let slow = tokio::spawn({
+        let url = app.url("/sitemap-1.xml.gz");
+        async move { reqwest::get(url).await.expect("request").status() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let shed = app.get("/sitemap-2.xml.gz").await;
+    assert_eq!(shed.status(), 503);
+    assert_eq!(header(&shed, "retry-after"), "7");
+    assert_eq!(header(&shed, "cache-control"), "no-store");
+    assert_eq!(app.get("/sitemap-3.xml.gz").await.status(), 200, "cached");
+    let revalidated = app
+        .get_as(
+            "127.0.0.1",
+            "/sitemap-3.xml.gz",
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(revalidated.status(), 304);
+
+    sqlx::query("ROLLBACK")
+        .execute(&mut *writer)
+        .await
+        .expect("unlock");
+    assert_eq!(slow.await.expect("joined"), 200, "the held build completes");
+    assert_eq!(app.get("/sitemap-2.xml.gz").await.status(), 200);
+}
+
+#[sqlx::test]
+async fn the_disk_tier_survives_a_restart_and_follows_changes(pool: PgPool) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let configure = |s: &mut sitemapd::config::Settings| {
+        s.page_cache_dir = Some(dir.path().to_owned());
+    };
+    app_with_rows(&pool).await;
+    let first = TestApp::spawn_with(pool.clone(), configure).await;
+    let body = gz_body(&first, "/sitemap-1.xml.gz").await;
+    assert_eq!(built(&first).await, 1.0);
+    drop(first);
+
+    let restarted = TestApp::spawn_with(pool.clone(), configure).await;
+    assert_eq!(gz_body(&restarted, "/sitemap-1.xml.gz").await, body);
+    assert_eq!(built(&restarted).await, 0.0);
+    assert_eq!(
+        metric(&restarted, r#"sitemapd_pages_served_total{source="disk"}"#).await,
+        1.0
+    );
+    assert_eq!(metric(&restarted, "sitemapd_rows_read_total").await, 0.0);
+
+    sqlx::query("DELETE FROM sitemap_urls WHERE loc = $1")
+        .bind(format!("{BASE_URL}p1"))
+        .execute(&pool)
+        .await
+        .expect("delete");
+    let again = TestApp::spawn_with(pool, configure).await;
+    let page = again.page("/sitemap-1.xml.gz").await;
+    assert_eq!(
+        page.urls.len(),
+        2,
+        "the file of the older version is not served"
+    );
+    assert_eq!(built(&again).await, 1.0);
+}
+
+async fn app_with_rows(pool: &PgPool) {
+    sqlx::query(
+        "INSERT INTO sitemap_urls (loc) SELECT $1 || 'p' || g FROM generate_series(1, 3) g",
+    )
+    .bind(BASE_URL)
+    .execute(pool)
+    .await
+    .expect("rows");
+}
+
+#[sqlx::test]
+async fn two_replicas_over_one_database_serve_identical_bytes_and_validators(pool: PgPool) {
+    let a = TestApp::spawn(pool.clone()).await;
+    let b = TestApp::spawn(pool).await;
+    a.insert_urls("blog", "b", 1_000).await;
+    for path in [
+        "/sitemap_index.xml",
+        "/sitemap-blog-1.xml.gz",
+        "/robots.txt",
+    ] {
+        let (ra, rb) = (a.get(path).await, b.get(path).await);
+        for name in ["etag", "last-modified", "cache-control", "content-type"] {
+            if ra.headers().contains_key(name) || rb.headers().contains_key(name) {
+                assert_eq!(header(&ra, name), header(&rb, name), "{path} {name}");
+            }
+        }
+        let (ba, bb) = (ra.bytes().await.expect("a"), rb.bytes().await.expect("b"));
+        assert_eq!(ba, bb, "{path}");
+    }
+    // A validator from one replica is honoured by the other.
+    let etag = header(&a.get("/sitemap-blog-1.xml.gz").await, "etag").to_owned();
+    let response = b
+        .get_as(
+            "127.0.0.1",
+            "/sitemap-blog-1.xml.gz",
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(response.status(), 304);
+}
+
+#[sqlx::test]
+async fn reads_go_to_the_read_replica_and_writes_to_the_primary(pool: PgPool) {
+    // A second database stands in for a replica: it holds what the primary
+    // held when it was last replayed.
+    let primary_name: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&pool)
+        .await
+        .expect("primary answers");
+    // Names are at most 63 bytes: keep the unique end of the test's own.
+    let unique = &primary_name[primary_name.len().saturating_sub(24)..];
+    let replica_name = format!("replica_{unique}");
+    let mut admin = pool.acquire().await.expect("admin connection");
+    for statement in [
+        format!("DROP DATABASE IF EXISTS \"{replica_name}\""),
+        format!("CREATE DATABASE \"{replica_name}\""),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut *admin)
+            .await
+            .expect("replica database");
+    }
+    let replica_url = database_url(&pool).replace(
+        &format!("/{}", pool.connect_options().get_database().expect("name")),
+        &format!("/{replica_name}"),
+    );
+    let replica = PgPoolOptions::new()
+        .connect(&replica_url)
+        .await
+        .expect("replica pool");
+    let current: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&replica)
+        .await
+        .expect("replica answers");
+    assert_eq!(current, replica_name);
+    let replicated = Store::from_pool(replica.clone());
+    replicated.migrate().await.expect("replica schema");
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.base_url = BASE_URL.into();
+    sitemapd::prepare(replicated, &settings)
+        .await
+        .expect("replica configured, as replication would have it");
+    sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ($1)")
+        .bind(format!("{BASE_URL}replayed"))
+        .execute(&replica)
+        .await
+        .expect("replayed row");
+
+    let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
+    let app = TestApp::spawn_on(store, pool.clone(), |_| {}).await;
+    app.insert_urls("", "not-yet-replayed-", 2).await;
+    assert_eq!(app.served_locs().await, [format!("{BASE_URL}replayed")]);
+    let page = gunzip(&gz_body(&app, "/sitemap-1.xml.gz").await);
+    assert!(String::from_utf8_lossy(&page).contains("replayed"));
+    assert_eq!(app.get("/readyz").await.status(), 200, "both answer");
+
+    drop(app);
+    replica.close().await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE \"{replica_name}\" WITH (FORCE)"
+    )))
+    .execute(&mut *admin)
+    .await
+    .expect("drop the replica database");
+}
