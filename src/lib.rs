@@ -21,6 +21,7 @@
 //! - [`demo`] — synthetic rows for a first look and for benchmarks.
 //! - [`telemetry`] — logging.
 //! - [`tokens`] — the write API's bearer tokens, kept as digests.
+//! - [`warmup`] — rebuilds changed pages in the background.
 //!
 //! A request flows one way: [`http`] route → [`store`] → [`sitemap`] writer
 //! (inside [`render`]) → body.
@@ -37,6 +38,7 @@ pub mod skips;
 pub mod store;
 pub mod telemetry;
 pub mod tokens;
+pub mod warmup;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -110,6 +112,8 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
             max_records: settings.api_max_records as usize,
         },
         cache,
+        warm_up_interval: (settings.warm_up_interval_ms > 0)
+            .then(|| Duration::from_millis(settings.warm_up_interval_ms)),
     }))
 }
 
@@ -118,7 +122,8 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
 /// after which it returns even if some are unfinished (the binary then
 /// exits, which closes them). `/metrics` is served on
 /// `metrics_listener` when given (see `metrics_listen`). Also reports skipped
-/// rows in the background while it runs.
+/// rows, and warms changed pages (see `warm_up_interval_ms`), in the
+/// background while it runs.
 pub async fn serve(
     listener: TcpListener,
     metrics_listener: Option<TcpListener>,
@@ -130,6 +135,9 @@ pub async fn serve(
         state.store.clone(),
         state.skip_report_interval,
     ));
+    let warm_up = state
+        .warm_up_interval
+        .map(|interval| tokio::spawn(warmup::run(state.clone(), interval)));
     let metrics = metrics_listener.map(|listener| {
         let app = http::metrics_router(state.clone());
         tokio::spawn(
@@ -154,6 +162,9 @@ pub async fn serve(
         }
     };
     reporter.abort();
+    if let Some(warm_up) = warm_up {
+        warm_up.abort();
+    }
     if let Some(metrics) = metrics {
         metrics.await.map_err(std::io::Error::other)??;
     }

@@ -22,7 +22,7 @@ use axum::routing::get;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use error::HttpError;
-pub use sitemaps::{index_parts, sitemap_lines};
+pub use sitemaps::{cached_page, index_parts, sitemap_lines};
 pub use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};
@@ -56,6 +56,8 @@ pub struct App {
     pub shutdown_grace: std::time::Duration,
     pub api: api::ApiSettings,
     pub cache: crate::cache::PageCache,
+    /// How often changed pages are rebuilt in the background; `None`: never.
+    pub warm_up_interval: Option<std::time::Duration>,
 }
 
 impl App {

@@ -192,21 +192,9 @@ async fn page(
         let chunks = render_page(state.renderer(), request, slot).await?;
         (headers, Body::from_stream(chunks)).into_response()
     } else {
-        let key = PageKey {
-            site: request.site.clone(),
-            section: request.section.clone(),
-            page: request.page,
-            codec,
-            version: summary.lastmod.unix_timestamp_nanos() / 1000,
-        };
+        let version = summary.lastmod;
         let route = request.route;
-        let (body, source) = state
-            .cache
-            .get_or_build(key, || async {
-                let slot = state.cache.build_slot().await?;
-                Ok(build_page(state.renderer(), request, slot).await?)
-            })
-            .await?;
+        let (body, source) = cached_page(state, request, version).await?;
         state.metrics.page_served(source);
         if source != Source::Built {
             state.metrics.body_bytes(route, body.len());
@@ -219,6 +207,29 @@ async fn page(
     }
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
+}
+
+/// A compressed page from the cache, built (once, holding a build slot) if
+/// it is not there at this version.
+pub async fn cached_page(
+    state: &AppState,
+    request: PageRequest,
+    version: OffsetDateTime,
+) -> Result<(Bytes, Source), HttpError> {
+    let key = PageKey {
+        site: request.site.clone(),
+        section: request.section.clone(),
+        page: request.page,
+        codec: request.codec,
+        version: version.unix_timestamp_nanos() / 1000,
+    };
+    Ok(state
+        .cache
+        .get_or_build(key, || async {
+            let slot = state.cache.build_slot().await?;
+            Ok(build_page(state.renderer(), request, slot).await?)
+        })
+        .await?)
 }
 
 fn page_validators(state: &AppState, changed: OffsetDateTime, representation: &str) -> Validators {

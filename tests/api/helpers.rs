@@ -49,6 +49,9 @@ impl TestApp {
     ) -> TestApp {
         let mut settings = Settings::defaults();
         settings.base_url = BASE_URL.into();
+        // Background rebuilds would make page counts depend on timing; the
+        // tests of warm-up turn it on.
+        settings.warm_up_interval_ms = 0;
         configure(&mut settings);
         settings.validate().expect("test settings are valid");
         let state = sitemapd::prepare(store, &settings)

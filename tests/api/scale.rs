@@ -163,6 +163,31 @@ async fn the_disk_tier_survives_a_restart_and_follows_changes(pool: PgPool) {
     assert_eq!(built(&again).await, 1.0);
 }
 
+#[sqlx::test]
+async fn warm_up_rebuilds_changed_pages_before_anyone_asks(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.warm_up_interval_ms = 50).await;
+    // The first round only notes where things stand.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.insert_urls("", "w", 3).await;
+    let mut waited = Duration::ZERO;
+    while metric(&app, "sitemapd_page_build_seconds_count").await < 1.0 {
+        assert!(
+            waited < Duration::from_secs(10),
+            "the changed page was not warmed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    let page = app.page("/sitemap-1.xml.gz").await;
+    assert_eq!(page.urls.len(), 3);
+    assert_eq!(built(&app).await, 0.0, "the crawler met a warm page");
+    assert_eq!(metric(&app, "sitemapd_page_build_seconds_count").await, 1.0);
+    assert_eq!(
+        metric(&app, r#"sitemapd_pages_served_total{source="memory"}"#).await,
+        1.0
+    );
+}
+
 async fn app_with_rows(pool: &PgPool) {
     sqlx::query(
         "INSERT INTO sitemap_urls (loc) SELECT $1 || 'p' || g FROM generate_series(1, 3) g",

@@ -1,0 +1,64 @@
+//! Warm-up: after writes, pages that changed are rebuilt in the background,
+//! so a crawler following the index rarely meets a cold page.
+//!
+//! Every interval the summaries (O(pages)) are compared with the newest
+//! change seen before; changed pages are built into the page cache as
+//! `.xml.gz`, newest first and a bounded number per round, one at a time,
+//! through the same build slots as requests. The first round only takes
+//! note of where things stand: warming a whole large site at start would
+//! evict more than it keeps.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use time::OffsetDateTime;
+
+use crate::http::{AppState, cached_page};
+use crate::render::{Codec, PageRequest};
+
+/// Pages rebuilt per round at most: enough for ordinary writes, bounded for
+/// bulk ones (whose pages are then built on first request).
+const PAGES_PER_ROUND: usize = 32;
+
+/// Runs until aborted.
+pub async fn run(state: AppState, interval: Duration) {
+    let mut seen: HashMap<String, OffsetDateTime> = HashMap::new();
+    let mut first_round = true;
+    loop {
+        for site in state.sites.all() {
+            let pages = match state.store.index(&site.name).await {
+                Ok(pages) => pages,
+                Err(error) => {
+                    tracing::debug!(%error, "warm-up: summaries unavailable");
+                    continue;
+                }
+            };
+            let since = seen.get(&site.name).copied();
+            if let Some(newest) = pages.iter().map(|p| p.lastmod).max() {
+                seen.insert(site.name.clone(), newest);
+            }
+            if first_round {
+                continue;
+            }
+            let mut changed: Vec<_> = pages
+                .into_iter()
+                .filter(|p| p.url_count > 0 && since.is_none_or(|since| p.lastmod > since))
+                .collect();
+            changed.sort_by_key(|p| std::cmp::Reverse(p.lastmod));
+            for page in changed.into_iter().take(PAGES_PER_ROUND) {
+                let request = PageRequest {
+                    site: site.name.clone(),
+                    section: page.section,
+                    page: page.page,
+                    codec: Codec::Gzip,
+                    route: "/sitemap-{n}.xml.gz",
+                };
+                if let Err(error) = cached_page(&state, request, page.lastmod).await {
+                    tracing::debug!(%error, "warm-up: page not built");
+                }
+            }
+        }
+        first_round = false;
+        tokio::time::sleep(interval).await;
+    }
+}
