@@ -27,6 +27,11 @@ impl Store {
     /// Starts an import: a transaction holding an empty staging table.
     pub async fn begin_import(&self) -> Result<ImportSession, Error> {
         let mut tx = self.pool.begin().await?;
+        // The de-duplicating and numbering sorts run over the whole file:
+        // in memory rather than in temporary files, up to a point.
+        sqlx::query("SET LOCAL work_mem = '64MB'")
+            .execute(&mut *tx)
+            .await?;
         sqlx::query(
             "CREATE TEMP TABLE import_staging (
                  ord bigint NOT NULL,
@@ -105,46 +110,39 @@ impl ImportSession {
         )
         .execute(&mut *self.tx)
         .await?;
-        let (inserted, raced, staged): (i64, i64, i64) = sqlx::query_as(
-            "WITH new_rows AS (
-                 SELECT r.*, sitemap_entry_bytes(r.loc) AS bytes
-                 FROM import_rows r
-                 WHERE NOT EXISTS (SELECT 1 FROM sitemap_urls u WHERE u.site = r.site AND u.loc = r.loc)
-             ), sections AS (
-                 SELECT site, section, max(bytes) AS largest FROM new_rows GROUP BY site, section
-             ), tails AS (
-                 SELECT s.site, s.section, coalesce(t.page, 1) AS tail,
-                        greatest(0, least(c.max_urls - coalesce(t.url_count, 0),
-                                          (c.entry_budget - coalesce(t.bytes, 0)) / s.largest)) AS room,
-                        least(c.max_urls, c.entry_budget / s.largest) AS per_page
-                 FROM sections s
-                 CROSS JOIN sitemap_settings c
-                 LEFT JOIN LATERAL (SELECT p.page, p.url_count, p.bytes FROM sitemap_pages p
-                                    WHERE p.site = s.site AND p.section = s.section
-                                    ORDER BY p.page DESC LIMIT 1) t ON true
-             ), ranked AS (
-                 SELECT n.*, row_number() OVER (PARTITION BY n.site, n.section ORDER BY n.ord) - 1 AS k
-                 FROM new_rows n
-             ), written AS (
-                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority, page)
-                 SELECT r.site, r.section, r.loc, r.lastmod, r.changefreq, r.priority,
-                        CASE WHEN r.k < t.room THEN t.tail
-                             ELSE t.tail + 1 + ((r.k - t.room) / t.per_page)::integer END
-                 FROM ranked r JOIN tails t ON t.site = r.site AND t.section = r.section
-                 ORDER BY r.ord
-                 ON CONFLICT (site, loc) DO UPDATE
-                 SET section = excluded.section, lastmod = excluded.lastmod,
-                     changefreq = excluded.changefreq, priority = excluded.priority
-                 WHERE (u.section, u.lastmod, u.changefreq, u.priority)
-                       IS DISTINCT FROM (excluded.section, excluded.lastmod, excluded.changefreq, excluded.priority)
-                 RETURNING (xmax = 0) AS inserted
-             )
-             SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted),
-                    (SELECT count(*) FROM import_rows)
-             FROM written",
+        sqlx::query(
+            "CREATE TEMP TABLE import_new ON COMMIT DROP AS
+             SELECT r.*, sitemap_entry_bytes(r.loc) AS bytes,
+                    row_number() OVER (PARTITION BY r.site, r.section ORDER BY r.ord) - 1 AS k
+             FROM import_rows r
+             WHERE NOT EXISTS (SELECT 1 FROM sitemap_urls u WHERE u.site = r.site AND u.loc = r.loc)",
         )
-        .fetch_one(&mut *self.tx)
+        .execute(&mut *self.tx)
         .await?;
+        // Under the section locks no other writer adds to these sections,
+        // but one may still add one of these locs elsewhere: the plain
+        // INSERT (much cheaper than ON CONFLICT's speculative insertion) is
+        // tried first, and on that race the upsert runs instead.
+        sqlx::query("SAVEPOINT import_insert")
+            .execute(&mut *self.tx)
+            .await?;
+        let plain = sqlx::query_as::<_, (i64, i64)>(INSERT_NEW_ROWS)
+            .fetch_one(&mut *self.tx)
+            .await;
+        let (inserted, raced) = match plain {
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                sqlx::query("ROLLBACK TO SAVEPOINT import_insert")
+                    .execute(&mut *self.tx)
+                    .await?;
+                sqlx::query_as::<_, (i64, i64)>(UPSERT_NEW_ROWS)
+                    .fetch_one(&mut *self.tx)
+                    .await?
+            }
+            other => other?,
+        };
+        let staged: i64 = sqlx::query_scalar("SELECT count(*) FROM import_rows")
+            .fetch_one(&mut *self.tx)
+            .await?;
         let deleted = match replace {
             None => 0,
             Some((site, section)) => sqlx::query(
@@ -176,3 +174,45 @@ impl ImportSession {
         Ok(self.tx.rollback().await?)
     }
 }
+
+/// Inserts `import_new` already packed: the k-th new row of a section goes
+/// to its last page while that has room for entries as large as this
+/// import's largest, then to pages of `min(max_urls, budget / largest)`.
+/// Counts (inserted, updated by the conflict clause).
+macro_rules! insert_new_rows {
+    ($on_conflict:literal) => {
+        concat!(
+            "WITH tails AS MATERIALIZED (
+                 SELECT s.site, s.section, coalesce(t.page, 1) AS tail,
+                        greatest(0, least(c.max_urls - coalesce(t.url_count, 0),
+                                          (c.entry_budget - coalesce(t.bytes, 0)) / s.largest)) AS room,
+                        least(c.max_urls, c.entry_budget / s.largest) AS per_page
+                 FROM (SELECT site, section, max(bytes) AS largest FROM import_new GROUP BY site, section) s
+                 CROSS JOIN sitemap_settings c
+                 LEFT JOIN LATERAL (SELECT p.page, p.url_count, p.bytes FROM sitemap_pages p
+                                    WHERE p.site = s.site AND p.section = s.section
+                                    ORDER BY p.page DESC LIMIT 1) t ON true
+             ), written AS (
+                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority, page)
+                 SELECT r.site, r.section, r.loc, r.lastmod, r.changefreq, r.priority,
+                        CASE WHEN r.k < t.room THEN t.tail
+                             ELSE t.tail + 1 + ((r.k - t.room) / t.per_page)::integer END
+                 FROM import_new r JOIN tails t ON t.site = r.site AND t.section = r.section
+                 ORDER BY r.ord ",
+            $on_conflict,
+            " RETURNING (xmax = 0) AS inserted
+             )
+             SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written"
+        )
+    };
+}
+
+const INSERT_NEW_ROWS: &str = insert_new_rows!("");
+/// The same, for when one of the locs turned out to exist after all.
+const UPSERT_NEW_ROWS: &str = insert_new_rows!(
+    "ON CONFLICT (site, loc) DO UPDATE
+     SET section = excluded.section, lastmod = excluded.lastmod,
+         changefreq = excluded.changefreq, priority = excluded.priority
+     WHERE (u.section, u.lastmod, u.changefreq, u.priority)
+           IS DISTINCT FROM (excluded.section, excluded.lastmod, excluded.changefreq, excluded.priority)"
+);

@@ -303,6 +303,48 @@ async fn concurrent_importers_of_one_section_lose_and_duplicate_nothing(pool: Pg
 }
 
 #[sqlx::test]
+async fn a_loc_written_elsewhere_meanwhile_is_updated_not_duplicated(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let locs: Vec<String> = (0..100).map(|i| format!("m/{i}")).collect();
+    let file = write(&dir, "m.jsonl", &jsonl(&locs));
+    // Another writer adds one of the file's locs, in another section, and
+    // commits only once the import is under way: the import's insert then
+    // meets it.
+    let mut other = app.pool.begin().await.expect("transaction");
+    sqlx::query("INSERT INTO sitemap_urls (section, loc) VALUES ('elsewhere', $1)")
+        .bind(format!("{BASE_URL}m/50"))
+        .execute(&mut *other)
+        .await
+        .expect("insert");
+    let importing = {
+        let store = app.state.store.clone();
+        let sites = app.state.sites.all().to_vec();
+        let opts = options(Format::Jsonl);
+        tokio::spawn(async move {
+            import(&store, &sites, Input::File(file), &opts, |_| {})
+                .await
+                .expect("import runs")
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    other.commit().await.expect("commit");
+    let report = importing.await.expect("joined");
+    assert!(report.written);
+    assert_eq!(
+        (report.counts.inserted, report.counts.updated),
+        (99, 1),
+        "{report:?}"
+    );
+    let sections: Vec<String> = sqlx::query_scalar("SELECT DISTINCT section FROM sitemap_urls")
+        .fetch_all(&app.pool)
+        .await
+        .expect("sections");
+    assert_eq!(sections, [""], "the file's record won");
+    assert_eq!(app.served_locs().await.len(), 100);
+}
+
+#[sqlx::test]
 async fn the_command_exits_0_1_or_2(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let dir = TempDir::new().expect("dir");
