@@ -270,6 +270,8 @@ def main():
         etag = response.getheader("ETag")
         root = os.path.join(workdir, "root")
         os.makedirs(root)
+        # nginx's workers run as another user.
+        os.chmod(workdir, 0o755)
         with open(os.path.join(root, path.lstrip("/")), "wb") as f:
             f.write(body)
         nginx = start_nginx(root, 18081, workdir)

@@ -80,6 +80,9 @@ pub struct Settings {
     pub max_concurrent_builds: u32,
     /// How long a cold request waits for a build slot before a `503`.
     pub build_wait_ms: u64,
+    /// How long the page summaries are trusted without a change
+    /// notification (0: read them on every request).
+    pub summary_max_age_ms: u64,
     /// How often changed pages are rebuilt in the background (0: never).
     pub warm_up_interval_ms: u64,
     /// Digests (`sha256:…`, from `sitemapd token`) of the write API's bearer

@@ -12,6 +12,8 @@
 //! - [`sitemap`] — the protocol: limits, file names, the XML writer.
 //! - [`render`] — one page from rows to (compressed) body chunks, off the
 //!   request's connection.
+//! - [`summaries`] — the page summaries in memory between writes, dropped
+//!   when the database announces a change.
 //! - [`cache`] — built pages by version, in memory and on disk; one build
 //!   per cold page, and a bound on builds at once.
 //! - [`http`] — routes (the sitemaps, and the write API under `/api/v1`),
@@ -36,6 +38,7 @@ pub mod render;
 pub mod sitemap;
 pub mod skips;
 pub mod store;
+pub mod summaries;
 pub mod telemetry;
 pub mod tokens;
 pub mod warmup;
@@ -112,6 +115,9 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
             max_records: settings.api_max_records as usize,
         },
         cache,
+        summaries: Arc::new(summaries::Summaries::new(Duration::from_millis(
+            settings.summary_max_age_ms,
+        ))),
         warm_up_interval: (settings.warm_up_interval_ms > 0)
             .then(|| Duration::from_millis(settings.warm_up_interval_ms)),
     }))
@@ -135,6 +141,12 @@ pub async fn serve(
         state.store.clone(),
         state.skip_report_interval,
     ));
+    let change_listener = (!state.summaries.is_disabled()).then(|| {
+        tokio::spawn(summaries::listen(
+            state.store.clone(),
+            state.summaries.clone(),
+        ))
+    });
     let warm_up = state
         .warm_up_interval
         .map(|interval| tokio::spawn(warmup::run(state.clone(), interval)));
@@ -162,8 +174,8 @@ pub async fn serve(
         }
     };
     reporter.abort();
-    if let Some(warm_up) = warm_up {
-        warm_up.abort();
+    for task in [warm_up, change_listener].into_iter().flatten() {
+        task.abort();
     }
     if let Some(metrics) = metrics {
         metrics.await.map_err(std::io::Error::other)??;

@@ -56,6 +56,8 @@ pub struct App {
     pub shutdown_grace: std::time::Duration,
     pub api: api::ApiSettings,
     pub cache: crate::cache::PageCache,
+    /// The page summaries, kept between writes.
+    pub summaries: Arc<crate::summaries::Summaries>,
     /// How often changed pages are rebuilt in the background; `None`: never.
     pub warm_up_interval: Option<std::time::Duration>,
 }

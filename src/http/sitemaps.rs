@@ -78,7 +78,7 @@ async fn index(
     part: usize,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
-    let pages = state.store.index(&site.name).await?;
+    let pages = state.summaries.of(&state.store, &site.name).await?;
     let listed: Vec<_> = pages.iter().filter(|p| p.url_count > 0).collect();
     let entries = listed
         .chunks(state.max_index_entries)
@@ -149,8 +149,8 @@ async fn page(
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
     let summary = state
-        .store
-        .page_summary(&site.name, &name.section, name.page)
+        .summaries
+        .page(&state.store, &site.name, &name.section, name.page)
         .await?
         .ok_or(HttpError::NotFound)?;
     // A .xml.gz file is gzip by definition, never negotiated; a .xml
@@ -291,7 +291,8 @@ async fn robots(
 
 /// How many index files a site has now.
 pub async fn index_parts(state: &AppState, site: &Site) -> Result<usize, HttpError> {
-    let listed = usize::try_from(state.store.listed_pages(&site.name).await?).unwrap_or(0);
+    let pages = state.summaries.of(&state.store, &site.name).await?;
+    let listed = pages.iter().filter(|p| p.url_count > 0).count();
     Ok(listed.div_ceil(state.max_index_entries).max(1))
 }
 

@@ -70,14 +70,6 @@ pub struct IndexEntry {
     pub lastmod: OffsetDateTime,
 }
 
-/// What the summaries say of one page.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PageSummary {
-    pub url_count: i32,
-    pub bytes: i64,
-    pub lastmod: OffsetDateTime,
-}
-
 /// One row of a page, as the writer needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UrlRow {
@@ -199,34 +191,6 @@ impl Store {
         )
         .bind(site)
         .fetch_all(&self.read)
-        .await?)
-    }
-
-    /// How many non-empty pages a site has: what its index lists.
-    pub async fn listed_pages(&self, site: &str) -> Result<i64, Error> {
-        Ok(sqlx::query_scalar(
-            "SELECT count(*) FROM sitemap_pages WHERE site = $1 AND url_count > 0",
-        )
-        .bind(site)
-        .fetch_one(&self.read)
-        .await?)
-    }
-
-    /// The summary of one page, if it exists and is not empty.
-    pub async fn page_summary(
-        &self,
-        site: &str,
-        section: &str,
-        page: i32,
-    ) -> Result<Option<PageSummary>, Error> {
-        Ok(sqlx::query_as(
-            "SELECT url_count, bytes, lastmod FROM sitemap_pages
-             WHERE site = $1 AND section = $2 AND page = $3 AND url_count > 0",
-        )
-        .bind(site)
-        .bind(section)
-        .bind(page)
-        .fetch_optional(&self.read)
         .await?)
     }
 

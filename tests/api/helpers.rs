@@ -52,6 +52,9 @@ impl TestApp {
         // Background rebuilds would make page counts depend on timing; the
         // tests of warm-up turn it on.
         settings.warm_up_interval_ms = 0;
+        // Likewise, a write is seen at once only when summaries are read
+        // on every request; their tests keep them.
+        settings.summary_max_age_ms = 0;
         configure(&mut settings);
         settings.validate().expect("test settings are valid");
         let state = sitemapd::prepare(store, &settings)

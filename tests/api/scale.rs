@@ -188,6 +188,114 @@ async fn warm_up_rebuilds_changed_pages_before_anyone_asks(pool: PgPool) {
     );
 }
 
+/// Polls the page's ETag until it differs from `old` (bounded).
+async fn etag_after_change(app: &TestApp, path: &str, old: &str) -> String {
+    for _ in 0..100 {
+        let etag = header(&app.get(path).await, "etag").to_owned();
+        if etag != old {
+            return etag;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{path} still has ETag {old}");
+}
+
+#[sqlx::test]
+async fn cached_pages_and_304s_need_no_database_round_trip(pool: PgPool) {
+    // One connection in all, which the test then holds.
+    let single = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_millis(500))
+        .connect_with(pool.connect_options().as_ref().clone())
+        .await
+        .expect("one-connection pool");
+    let app = TestApp::spawn_on(Store::from_pool(single.clone()), single.clone(), |s| {
+        s.max_urls = 10;
+        s.summary_max_age_ms = 60_000;
+    })
+    .await;
+    app.insert_urls("", "p", 20).await;
+    let etag = header(&app.get("/sitemap-1.xml.gz").await, "etag").to_owned();
+    let held = single.acquire().await.expect("the only connection");
+
+    assert_eq!(app.get("/sitemap-1.xml.gz").await.status(), 200);
+    let revalidated = app
+        .get_as(
+            "127.0.0.1",
+            "/sitemap-1.xml.gz",
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(revalidated.status(), 304);
+    assert_eq!(app.get("/sitemap_index.xml").await.status(), 200);
+    assert_eq!(
+        app.get("/sitemap-2.xml.gz").await.status(),
+        503,
+        "a cold page needs the database"
+    );
+    drop(held);
+    assert_eq!(app.get("/sitemap-2.xml.gz").await.status(), 200);
+}
+
+#[sqlx::test]
+async fn kept_summaries_follow_every_write(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.summary_max_age_ms = 60_000;
+        s.api_token_hashes = vec![sitemapd::tokens::hash_of("smd_t")];
+    })
+    .await;
+    app.insert_urls("", "p", 3).await;
+    let first = header(&app.get("/sitemap-1.xml.gz").await, "etag").to_owned();
+
+    // A plain SQL write from another client: announced by the schema.
+    sqlx::query("UPDATE sitemap_urls SET priority = 0.2 WHERE loc = $1")
+        .bind(format!("{BASE_URL}p1"))
+        .execute(&app.pool)
+        .await
+        .expect("update");
+    let second = etag_after_change(&app, "/sitemap-1.xml.gz", &first).await;
+    let page = app.page("/sitemap-1.xml.gz").await;
+    assert_eq!(page.urls[0].priority.as_deref(), Some("0.2"));
+
+    // A write through this server's API is served by the very next request.
+    let body = format!("[{{\"loc\": \"{BASE_URL}p4\"}}]");
+    let response = app
+        .send(
+            reqwest::Method::PUT,
+            "/api/v1/urls",
+            &[
+                ("content-type", "application/json"),
+                ("authorization", "Bearer smd_t"),
+            ],
+            body,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let response = app.get("/sitemap-1.xml.gz").await;
+    assert_ne!(header(&response, "etag"), second);
+    assert_eq!(app.page("/sitemap-1.xml.gz").await.urls.len(), 4);
+}
+
+#[sqlx::test]
+async fn unannounced_changes_are_seen_within_the_max_age(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.summary_max_age_ms = 400).await;
+    app.insert_urls("", "p", 3).await;
+    let first = header(&app.get("/sitemap-1.xml.gz").await, "etag").to_owned();
+    // As a restore with triggers off would: no notification.
+    let mut conn = app.pool.acquire().await.expect("connection");
+    sqlx::raw_sql(
+        "SET session_replication_role = replica;
+         UPDATE sitemap_pages SET lastmod = lastmod + interval '1 second';
+         SET session_replication_role = DEFAULT;",
+    )
+    .execute(&mut *conn)
+    .await
+    .expect("silent change");
+    let started = std::time::Instant::now();
+    etag_after_change(&app, "/sitemap-1.xml.gz", &first).await;
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
 async fn app_with_rows(pool: &PgPool) {
     sqlx::query(
         "INSERT INTO sitemap_urls (loc) SELECT $1 || 'p' || g FROM generate_series(1, 3) g",

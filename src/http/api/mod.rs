@@ -130,6 +130,8 @@ async fn put_urls(
 ) -> Result<Json<WriteSummary>, HttpError> {
     let records = read_records::<RawRecord>(&state, &headers, body, RECORD_SHAPE).await?;
     let counts = write_records(&state.store, &records).await?;
+    // This process serves its own writes at once, before any notification.
+    state.summaries.invalidate();
     Ok(Json(WriteSummary::new(records.len(), counts)))
 }
 
@@ -162,6 +164,7 @@ async fn delete_urls(
         .map(|r| (r.site.clone(), r.loc.clone()))
         .unzip();
     let deleted = state.store.delete_records(&sites, &locs).await?;
+    state.summaries.invalidate();
     let received = records.len() as u64;
     Ok(Json(DeleteSummary {
         received,

@@ -1,0 +1,148 @@
+//! The page summaries, held in memory for a moment, so that cached pages
+//! and `304`s are answered without a database round trip.
+//!
+//! A site's summaries (a few hundred rows even at 10M URLs) are read whole
+//! and kept until a write changes them: the schema notifies on every
+//! statement that touches `sitemap_pages` (channel `sitemapd_pages`), and a
+//! listener drops the snapshots when told. `summary_max_age_ms` bounds how
+//! long a snapshot is trusted regardless: that covers a read replica that
+//! has not yet replayed the change the primary announced, and a listener
+//! that lost its connection (which also drops everything on reconnecting).
+//! Writes through this process's own API drop them at once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::{PgListener, PgPoolOptions};
+
+use time::OffsetDateTime;
+
+use crate::store::{self, IndexEntry, Store};
+
+/// The channel the schema notifies on.
+pub const CHANNEL: &str = "sitemapd_pages";
+
+/// What the summaries say of one page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageSummary {
+    pub url_count: i32,
+    /// When a row of the page last changed: its version.
+    pub lastmod: OffsetDateTime,
+}
+
+/// A site's pages as the summaries had them, in index order.
+pub type Snapshot = Arc<Vec<IndexEntry>>;
+
+#[derive(Debug)]
+pub struct Summaries {
+    max_age: Duration,
+    /// Moves on every invalidation; a read that began before one is not kept.
+    generation: AtomicU64,
+    sites: Mutex<HashMap<String, (Instant, Snapshot)>>,
+}
+
+impl Summaries {
+    /// Snapshots trusted for `max_age` at most; zero reads every time.
+    pub fn new(max_age: Duration) -> Summaries {
+        Summaries {
+            max_age,
+            generation: AtomicU64::new(0),
+            sites: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether snapshots are kept at all.
+    pub fn is_disabled(&self) -> bool {
+        self.max_age.is_zero()
+    }
+
+    /// Every page of `site`, emptied ones included, in index order.
+    pub async fn of(&self, store: &Store, site: &str) -> Result<Snapshot, store::Error> {
+        if let Some(snapshot) = self.fresh(site) {
+            return Ok(snapshot);
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let taken = Instant::now();
+        let snapshot: Snapshot = Arc::new(store.index(site).await?);
+        if !self.max_age.is_zero() && self.generation.load(Ordering::Acquire) == generation {
+            self.lock()
+                .insert(site.to_owned(), (taken, snapshot.clone()));
+        }
+        Ok(snapshot)
+    }
+
+    /// One page's summary, if it exists and is not empty.
+    pub async fn page(
+        &self,
+        store: &Store,
+        site: &str,
+        section: &str,
+        page: i32,
+    ) -> Result<Option<PageSummary>, store::Error> {
+        let snapshot = self.of(store, site).await?;
+        let found = snapshot
+            .iter()
+            .find(|e| e.page == page && e.section == section && e.url_count > 0);
+        Ok(found.map(|e| PageSummary {
+            url_count: e.url_count,
+            lastmod: e.lastmod,
+        }))
+    }
+
+    /// Forgets every snapshot: the next request reads the summaries anew.
+    pub fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.lock().clear();
+    }
+
+    fn fresh(&self, site: &str) -> Option<Snapshot> {
+        let sites = self.lock();
+        let (taken, snapshot) = sites.get(site)?;
+        (taken.elapsed() < self.max_age).then(|| snapshot.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Snapshot)>> {
+        self.sites
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Drops the snapshots whenever the primary announces a change; runs until
+/// aborted, reconnecting (and dropping everything) after a lost connection.
+pub async fn listen(store: Store, summaries: Arc<Summaries>) {
+    // A connection of its own, outside the pool requests draw from.
+    let own = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(store.pool().connect_options().as_ref().clone());
+    loop {
+        match PgListener::connect_with(&own).await {
+            Ok(mut listener) => {
+                if let Err(error) = listener.listen(CHANNEL).await {
+                    tracing::warn!(%error, "summaries: could not listen for changes");
+                } else {
+                    // Anything may have changed while no one was listening.
+                    summaries.invalidate();
+                    loop {
+                        match listener.try_recv().await {
+                            Ok(Some(_)) => summaries.invalidate(),
+                            Ok(None) => {
+                                summaries.invalidate();
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, "summaries: change listener lost");
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "summaries: cannot connect the change listener"),
+        }
+        summaries.invalidate();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
