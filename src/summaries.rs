@@ -10,11 +10,11 @@
 //! that lost its connection (which also drops everything on reconnecting).
 //! Writes through this process's own API drop them at once.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use moka::future::Cache;
 
 use sqlx::postgres::{PgListener, PgPoolOptions};
 
@@ -39,9 +39,11 @@ pub type Snapshot = Arc<Vec<IndexEntry>>;
 #[derive(Debug)]
 pub struct Summaries {
     max_age: Duration,
-    /// Moves on every invalidation; a read that began before one is not kept.
+    /// Moves on every invalidation and is part of every key, so a read
+    /// that began before an invalidation is never found after it.
     generation: AtomicU64,
-    sites: Mutex<HashMap<String, (Instant, Snapshot)>>,
+    /// Requests arriving together for an expired snapshot share one read.
+    snapshots: Cache<(String, u64), Snapshot>,
 }
 
 impl Summaries {
@@ -50,7 +52,10 @@ impl Summaries {
         Summaries {
             max_age,
             generation: AtomicU64::new(0),
-            sites: Mutex::new(HashMap::new()),
+            snapshots: Cache::builder()
+                .time_to_live(max_age.max(Duration::from_millis(1)))
+                .max_capacity(10_000)
+                .build(),
         }
     }
 
@@ -60,18 +65,14 @@ impl Summaries {
     }
 
     /// Every page of `site`, emptied ones included, in index order.
-    pub async fn of(&self, store: &Store, site: &str) -> Result<Snapshot, store::Error> {
-        if let Some(snapshot) = self.fresh(site) {
-            return Ok(snapshot);
+    pub async fn of(&self, store: &Store, site: &str) -> Result<Snapshot, Arc<store::Error>> {
+        if self.is_disabled() {
+            return Ok(Arc::new(store.index(site).await?));
         }
-        let generation = self.generation.load(Ordering::Acquire);
-        let taken = Instant::now();
-        let snapshot: Snapshot = Arc::new(store.index(site).await?);
-        if !self.max_age.is_zero() && self.generation.load(Ordering::Acquire) == generation {
-            self.lock()
-                .insert(site.to_owned(), (taken, snapshot.clone()));
-        }
-        Ok(snapshot)
+        let key = (site.to_owned(), self.generation.load(Ordering::Acquire));
+        self.snapshots
+            .try_get_with(key, async { Ok(Arc::new(store.index(site).await?)) })
+            .await
     }
 
     /// One page's summary, if it exists and is not empty.
@@ -81,7 +82,7 @@ impl Summaries {
         site: &str,
         section: &str,
         page: i32,
-    ) -> Result<Option<PageSummary>, store::Error> {
+    ) -> Result<Option<PageSummary>, Arc<store::Error>> {
         let snapshot = self.of(store, site).await?;
         let found = snapshot
             .iter()
@@ -95,19 +96,6 @@ impl Summaries {
     /// Forgets every snapshot: the next request reads the summaries anew.
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
-        self.lock().clear();
-    }
-
-    fn fresh(&self, site: &str) -> Option<Snapshot> {
-        let sites = self.lock();
-        let (taken, snapshot) = sites.get(site)?;
-        (taken.elapsed() < self.max_age).then(|| snapshot.clone())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Snapshot)>> {
-        self.sites
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

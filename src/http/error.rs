@@ -24,8 +24,8 @@ pub enum HttpError {
     Store(#[from] store::Error),
     #[error(transparent)]
     Render(#[from] RenderError),
-    /// A page build that failed for several waiting requests at once.
-    #[error("building the page: {0}")]
+    /// A read or build that failed for several waiting requests at once.
+    #[error("{0}")]
     Shared(String),
     /// Too many pages being built: load shed.
     #[error("overloaded")]
@@ -101,6 +101,16 @@ impl From<std::sync::Arc<CacheError>> for HttpError {
                 CacheError::Overloaded => HttpError::Overloaded,
                 CacheError::Build(error) => HttpError::Shared(error.to_string()),
             },
+        }
+    }
+}
+
+impl From<std::sync::Arc<store::Error>> for HttpError {
+    fn from(error: std::sync::Arc<store::Error>) -> Self {
+        // Shared by every request that waited for the same read.
+        match std::sync::Arc::try_unwrap(error) {
+            Ok(error) => HttpError::Store(error),
+            Err(shared) => HttpError::Shared(shared.to_string()),
         }
     }
 }
