@@ -168,12 +168,12 @@ pub async fn build_page(
     renderer: Renderer,
     request: PageRequest,
     slot: OwnedSemaphorePermit,
-) -> Result<Bytes, RenderError> {
+) -> Result<Arc<[Bytes]>, RenderError> {
     let chunks: Vec<Bytes> = render_page(renderer, request, slot)
         .await?
         .try_collect()
         .await?;
-    Ok(Bytes::from(chunks.concat()))
+    Ok(chunks.into())
 }
 
 type ChunkSender = mpsc::UnboundedSender<Result<Bytes, RenderError>>;

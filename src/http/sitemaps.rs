@@ -14,7 +14,7 @@ use super::caching::{Validators, fingerprint};
 use super::negotiate::negotiate;
 use super::sites::request_host;
 use super::{AppState, HttpError};
-use crate::cache::{PageKey, Source};
+use crate::cache::{Chunks, PageKey, Source, total_len};
 use crate::config::Site;
 use crate::render::{Codec, PageRequest, build_page, compress, render_page};
 use crate::sitemap::name::{index_file_name, parse_index_part};
@@ -196,10 +196,19 @@ async fn page(
         let route = request.route;
         let (body, source) = cached_page(state, request, version).await?;
         state.metrics.page_served(source);
+        let length = total_len(&body);
         if source != Source::Built {
-            state.metrics.body_bytes(route, body.len());
+            state.metrics.body_bytes(route, length);
         }
-        (headers, body).into_response()
+        let chunks = futures_util::stream::iter(
+            (0..body.len()).map(move |i| Ok::<_, Infallible>(body[i].clone())),
+        );
+        (
+            headers,
+            [(header::CONTENT_LENGTH, HeaderValue::from(length))],
+            Body::from_stream(chunks),
+        )
+            .into_response()
     };
     if let Some(vary) = vary {
         set_content_encoding(response.headers_mut(), codec);
@@ -215,7 +224,7 @@ pub async fn cached_page(
     state: &AppState,
     request: PageRequest,
     version: OffsetDateTime,
-) -> Result<(Bytes, Source), HttpError> {
+) -> Result<(Chunks, Source), HttpError> {
     let key = PageKey {
         site: request.site.clone(),
         section: request.section.clone(),
