@@ -41,8 +41,10 @@ impl Nginx {
         assert_ne!(config, sample, "the sample's addresses were rewritten");
         let config_path = prefix.path().join("nginx.conf");
         std::fs::write(&config_path, config).expect("write config");
+        // One process, no workers: killing it on drop leaves nothing behind
+        // (killing a master would orphan its workers).
         let globals = format!(
-            "daemon off; pid {dir}/nginx.pid; error_log {dir}/error.log;",
+            "daemon off; master_process off; pid {dir}/nginx.pid; error_log {dir}/error.log;",
             dir = prefix.path().display()
         );
         let child = Command::new("nginx")
