@@ -21,6 +21,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use moka::future::Cache;
 use moka::policy::EvictionPolicy;
+use time::OffsetDateTime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::render::{Codec, RenderError};
@@ -43,8 +44,8 @@ pub struct PageKey {
     pub section: String,
     pub page: i32,
     pub codec: Codec,
-    /// The page's change time, in microseconds: its version.
-    pub version: i128,
+    /// The page's change time: its version.
+    pub version: OffsetDateTime,
 }
 
 /// Why a page could not be answered from or built into the cache.
@@ -113,14 +114,15 @@ impl PageCache {
 
     /// The page's bytes: from memory, else from disk, else built by `build`
     /// (which takes a [`build_slot`](Self::build_slot)) and kept. Concurrent
-    /// callers with the same key share one lookup and one build.
+    /// callers with the same key share one lookup and one build. A hit is
+    /// answered before the key is ever cloned.
     pub async fn get_or_build<F, Fut>(
         &self,
         key: PageKey,
         build: F,
     ) -> Result<(Chunks, Source), Arc<CacheError>>
     where
-        F: FnOnce() -> Fut,
+        F: FnOnce(&PageKey) -> Fut,
         Fut: Future<Output = Result<Chunks, CacheError>>,
     {
         if let Some(body) = self.memory.get(&key).await {
@@ -134,7 +136,7 @@ impl PageCache {
                     source = Source::Disk;
                     return Ok(body);
                 }
-                let body = build().await?;
+                let body = build(&key).await?;
                 source = Source::Built;
                 self.write_disk(&key, &body).await;
                 Ok::<_, CacheError>(body)
@@ -150,7 +152,7 @@ impl PageCache {
 
     async fn read_disk(&self, key: &PageKey) -> Option<Chunks> {
         let path = disk_path(self.dir.as_deref()?, key);
-        let version = key.version;
+        let version = key.version.unix_timestamp_nanos();
         tokio::task::spawn_blocking(move || {
             let file = Bytes::from(std::fs::read(&path).ok()?);
             let stamp = file.get(..16)?;
@@ -169,17 +171,19 @@ impl PageCache {
             return;
         };
         let path = disk_path(dir, key);
-        let (version, body) = (key.version, body.clone());
+        let (version, body) = (key.version.unix_timestamp_nanos(), body.clone());
         let written = tokio::task::spawn_blocking(move || {
             let folder = path.parent().unwrap_or(Path::new("."));
             std::fs::create_dir_all(folder)?;
-            let mut file = tempfile_in(folder)?;
-            file.1.write_all(&version.to_le_bytes())?;
+            // Renamed into place once whole, so a reader never sees half a
+            // page; removed if anything fails before.
+            let mut file = tempfile::NamedTempFile::new_in(folder)?;
+            file.write_all(&version.to_le_bytes())?;
             for chunk in body.iter() {
-                file.1.write_all(chunk)?;
+                file.write_all(chunk)?;
             }
-            file.1.sync_data()?;
-            std::fs::rename(&file.0, &path)
+            file.as_file().sync_data()?;
+            file.persist(&path).map(drop).map_err(|e| e.error)
         })
         .await;
         if let Ok(Err(error)) | Err(error) = written.map_err(std::io::Error::other) {
@@ -198,17 +202,4 @@ fn disk_path(dir: &Path, key: &PageKey) -> PathBuf {
     };
     dir.join(&key.site)
         .join(format!("{section}-{}.{}", key.page, key.codec.token()))
-}
-
-/// A new file with a unique name in `folder`, renamed into place once whole
-/// so that a reader never sees half a page.
-fn tempfile_in(folder: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = folder.join(format!(".tmp-{}-{n}", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    Ok((path, file))
 }

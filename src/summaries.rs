@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
+use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 
 use time::OffsetDateTime;
@@ -107,30 +108,22 @@ pub async fn listen(store: Store, summaries: Arc<Summaries>) {
         .max_connections(1)
         .connect_lazy_with(store.pool().connect_options().as_ref().clone());
     loop {
-        match PgListener::connect_with(&own).await {
-            Ok(mut listener) => {
-                if let Err(error) = listener.listen(CHANNEL).await {
-                    tracing::warn!(%error, "summaries: could not listen for changes");
-                } else {
-                    // Anything may have changed while no one was listening.
-                    summaries.invalidate();
-                    loop {
-                        match listener.try_recv().await {
-                            Ok(Some(_)) => summaries.invalidate(),
-                            Ok(None) => {
-                                summaries.invalidate();
-                            }
-                            Err(error) => {
-                                tracing::warn!(%error, "summaries: change listener lost");
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-            Err(error) => tracing::warn!(%error, "summaries: cannot connect the change listener"),
+        if let Err(error) = follow_changes(&own, &summaries).await {
+            tracing::warn!(%error, "summaries: change listener lost");
         }
         summaries.invalidate();
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Listens on [`CHANNEL`] until the connection fails for good.
+async fn follow_changes(own: &PgPool, summaries: &Summaries) -> Result<(), sqlx::Error> {
+    let mut listener = PgListener::connect_with(own).await?;
+    listener.listen(CHANNEL).await?;
+    loop {
+        // Anything may have changed while no one was listening, and a
+        // notification or a reconnection (`None`) alike means: read anew.
+        summaries.invalidate();
+        listener.try_recv().await?;
     }
 }

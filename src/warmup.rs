@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
+use crate::cache::PageKey;
 use crate::http::{AppState, cached_page};
-use crate::render::{Codec, PageRequest};
+use crate::render::Codec;
 
 /// Pages rebuilt per round at most: enough for ordinary writes, bounded for
 /// bulk ones (whose pages are then built on first request).
@@ -46,14 +47,14 @@ pub async fn run(state: AppState, interval: Duration) {
                 .collect();
             changed.sort_by_key(|p| std::cmp::Reverse(p.lastmod));
             for page in changed.into_iter().take(PAGES_PER_ROUND) {
-                let request = PageRequest {
+                let key = PageKey {
                     site: site.name.clone(),
                     section: page.section,
                     page: page.page,
                     codec: Codec::Gzip,
-                    route: "/sitemap-{n}.xml.gz",
+                    version: page.lastmod,
                 };
-                if let Err(error) = cached_page(&state, request, page.lastmod).await {
+                if let Err(error) = cached_page(&state, key, "/sitemap-{n}.xml.gz").await {
                     tracing::debug!(%error, "warm-up: page not built");
                 }
             }

@@ -171,15 +171,9 @@ async fn page(
         (header::CONTENT_TYPE, content_type),
         (X_ROBOTS_TAG, NOINDEX),
     ];
-    let request = PageRequest {
-        site: site.name.clone(),
-        section: name.section,
-        page: name.page,
-        codec,
-        route: match encoding {
-            Encoding::Gzip => "/sitemap-{n}.xml.gz",
-            Encoding::Plain => "/sitemap-{n}.xml",
-        },
+    let route = match encoding {
+        Encoding::Gzip => "/sitemap-{n}.xml.gz",
+        Encoding::Plain => "/sitemap-{n}.xml",
     };
     let mut response = if method == Method::HEAD {
         // Framed like the GET (streamed, length unknown), without reading rows.
@@ -188,13 +182,25 @@ async fn page(
     } else if codec == Codec::Identity {
         // Uncompressed pages (for the rare client that accepts no
         // encoding) are up to 50 MiB: streamed, never cached.
+        let request = PageRequest {
+            site: site.name.clone(),
+            section: name.section,
+            page: name.page,
+            codec,
+            route,
+        };
         let slot = state.cache.build_slot().await?;
         let chunks = render_page(state.renderer(), request, slot).await?;
         (headers, Body::from_stream(chunks)).into_response()
     } else {
-        let version = summary.lastmod;
-        let route = request.route;
-        let (body, source) = cached_page(state, request, version).await?;
+        let key = PageKey {
+            site: site.name.clone(),
+            section: name.section,
+            page: name.page,
+            codec,
+            version: summary.lastmod,
+        };
+        let (body, source) = cached_page(state, key, route).await?;
         state.metrics.page_served(source);
         let length = total_len(&body);
         if source != Source::Built {
@@ -219,24 +225,26 @@ async fn page(
 }
 
 /// A compressed page from the cache, built (once, holding a build slot) if
-/// it is not there at this version.
+/// it is not there at this version; `route` labels the build's metrics.
 pub async fn cached_page(
     state: &AppState,
-    request: PageRequest,
-    version: OffsetDateTime,
+    key: PageKey,
+    route: &'static str,
 ) -> Result<(Chunks, Source), HttpError> {
-    let key = PageKey {
-        site: request.site.clone(),
-        section: request.section.clone(),
-        page: request.page,
-        codec: request.codec,
-        version: version.unix_timestamp_nanos() / 1000,
-    };
     Ok(state
         .cache
-        .get_or_build(key, || async {
-            let slot = state.cache.build_slot().await?;
-            Ok(build_page(state.renderer(), request, slot).await?)
+        .get_or_build(key, |key| {
+            let request = PageRequest {
+                site: key.site.clone(),
+                section: key.section.clone(),
+                page: key.page,
+                codec: key.codec,
+                route,
+            };
+            async move {
+                let slot = state.cache.build_slot().await?;
+                Ok(build_page(state.renderer(), request, slot).await?)
+            }
         })
         .await?)
 }
