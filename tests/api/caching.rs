@@ -17,10 +17,6 @@ async fn validators(app: &TestApp, path: &str) -> (String, String) {
     )
 }
 
-async fn conditional(app: &TestApp, path: &str, name: &str, value: &str) -> reqwest::Response {
-    app.get_as("127.0.0.1", path, &[(name, value)]).await
-}
-
 #[sqlx::test]
 async fn index_and_pages_answer_304_to_current_validators(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
@@ -32,23 +28,23 @@ async fn index_and_pages_answer_304_to_current_validators(pool: PgPool) {
             "strong: {etag}"
         );
 
-        let fresh = conditional(&app, path, "if-none-match", &etag).await;
+        let fresh = app.conditional(path, "if-none-match", &etag).await;
         assert_eq!(fresh.status(), 304, "{path}");
         assert_eq!(header(&fresh, "etag"), etag);
         assert_eq!(header(&fresh, "cache-control"), "public, max-age=300");
         assert!(fresh.bytes().await.expect("no body").is_empty());
 
-        let by_date = conditional(&app, path, "if-modified-since", &last_modified).await;
+        let by_date = app
+            .conditional(path, "if-modified-since", &last_modified)
+            .await;
         assert_eq!(by_date.status(), 304, "{path}");
-        let stale = conditional(&app, path, "if-none-match", "\"something-else\"").await;
+        let stale = app
+            .conditional(path, "if-none-match", "\"something-else\"")
+            .await;
         assert_eq!(stale.status(), 200, "{path}");
-        let stale_date = conditional(
-            &app,
-            path,
-            "if-modified-since",
-            "Thu, 01 Jan 2015 00:00:00 GMT",
-        )
-        .await;
+        let stale_date = app
+            .conditional(path, "if-modified-since", "Thu, 01 Jan 2015 00:00:00 GMT")
+            .await;
         assert_eq!(stale_date.status(), 200, "{path}");
 
         // HEAD gives GET's validators; an unconditional request is never a 304.
@@ -67,7 +63,9 @@ async fn each_representation_has_its_own_etag(pool: PgPool) {
     let (gz, _) = validators(&app, "/sitemap-1.xml.gz").await;
     let (xml, _) = validators(&app, "/sitemap-1.xml").await;
     assert_ne!(gz, xml);
-    let cross = conditional(&app, "/sitemap-1.xml", "if-none-match", &gz).await;
+    let cross = app
+        .conditional("/sitemap-1.xml", "if-none-match", &gz)
+        .await;
     assert_eq!(cross.status(), 200);
 }
 
@@ -94,7 +92,7 @@ async fn a_row_change_invalidates_exactly_its_page_and_the_index(pool: PgPool) {
         let mut statuses = Vec::new();
         for (path, etag) in paths.iter().zip(&before) {
             statuses.push(
-                conditional(&app, path, "if-none-match", etag)
+                app.conditional(path, "if-none-match", etag)
                     .await
                     .status()
                     .as_u16(),
@@ -112,7 +110,7 @@ async fn robots_txt_revalidates_too(pool: PgPool) {
     assert_eq!(response.status(), 200);
     let etag = header(&response, "etag").to_owned();
     assert_eq!(
-        conditional(&app, "/robots.txt", "if-none-match", &etag)
+        app.conditional("/robots.txt", "if-none-match", &etag)
             .await
             .status(),
         304

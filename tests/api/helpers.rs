@@ -127,6 +127,12 @@ impl TestApp {
         request.send().await.expect("request sent")
     }
 
+    /// A conditional GET: `name` (`if-none-match`, `if-modified-since`)
+    /// carrying `value`.
+    pub async fn conditional(&self, path: &str, name: &str, value: &str) -> reqwest::Response {
+        self.get_as("127.0.0.1", path, &[(name, value)]).await
+    }
+
     /// Any request, with headers and a body.
     pub async fn send(
         &self,

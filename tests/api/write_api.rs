@@ -27,8 +27,18 @@ async fn spawn_api(
     .await
 }
 
-fn bearer() -> String {
-    format!("Bearer {TOKEN}")
+/// Sends a request with `headers` and the token.
+async fn send_authed(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<reqwest::Body>,
+) -> reqwest::Response {
+    let auth = format!("Bearer {TOKEN}");
+    let mut headers = headers.to_vec();
+    headers.push(("authorization", &auth));
+    app.send(method, path, &headers, body).await
 }
 
 /// Sends `body` with the token; returns the status and the parsed JSON.
@@ -39,15 +49,7 @@ async fn call(
     content_type: (&str, &str),
     body: impl Into<reqwest::Body>,
 ) -> (u16, Value) {
-    let auth = bearer();
-    let response = app
-        .send(
-            method,
-            path,
-            &[content_type, ("authorization", &auth)],
-            body,
-        )
-        .await;
+    let response = send_authed(app, method, path, &[content_type], body).await;
     let status = response.status().as_u16();
     let bytes = response.bytes().await.expect("body");
     let json = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
@@ -261,20 +263,19 @@ async fn a_batch_failing_in_the_database_leaves_nothing_behind(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("trigger");
-    let auth = bearer();
-    let response = app
-        .send(
-            Method::PUT,
-            "/api/v1/urls",
-            &[JSON, ("authorization", &auth)],
-            json!([
-                { "loc": loc("kept"), "priority": 0.9 },
-                { "loc": loc("new") },
-                { "loc": loc("poison") },
-            ])
-            .to_string(),
-        )
-        .await;
+    let response = send_authed(
+        &app,
+        Method::PUT,
+        "/api/v1/urls",
+        &[JSON],
+        json!([
+            { "loc": loc("kept"), "priority": 0.9 },
+            { "loc": loc("new") },
+            { "loc": loc("poison") },
+        ])
+        .to_string(),
+    )
+    .await;
     assert_eq!(response.status(), 503);
     let rows: Vec<(String, Option<f32>)> =
         sqlx::query_as("SELECT loc, priority FROM sitemap_urls ORDER BY loc")
@@ -319,15 +320,14 @@ async fn bodies_over_the_limits_are_413(pool: PgPool) {
     gz.write_all(padded.as_bytes()).expect("gzip");
     let gz = gz.finish().expect("gzip");
     assert!(gz.len() < 4096);
-    let auth = bearer();
-    let response = app
-        .send(
-            Method::PUT,
-            "/api/v1/urls",
-            &[JSON, ("content-encoding", "gzip"), ("authorization", &auth)],
-            gz,
-        )
-        .await;
+    let response = send_authed(
+        &app,
+        Method::PUT,
+        "/api/v1/urls",
+        &[JSON, ("content-encoding", "gzip")],
+        gz,
+    )
+    .await;
     assert_eq!(response.status(), 413);
     assert_eq!(row_count(&app).await, 3);
 }
@@ -342,19 +342,14 @@ async fn gzip_bodies_are_decoded_and_unknown_media_types_are_415(pool: PgPool) {
     );
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(ndjson.as_bytes()).expect("gzip");
-    let auth = bearer();
-    let response = app
-        .send(
-            Method::PUT,
-            "/api/v1/urls",
-            &[
-                NDJSON,
-                ("content-encoding", "gzip"),
-                ("authorization", &auth),
-            ],
-            gz.finish().expect("gzip"),
-        )
-        .await;
+    let response = send_authed(
+        &app,
+        Method::PUT,
+        "/api/v1/urls",
+        &[NDJSON, ("content-encoding", "gzip")],
+        gz.finish().expect("gzip"),
+    )
+    .await;
     assert_eq!(response.status(), 200);
     assert_eq!(row_count(&app).await, 2);
 
@@ -363,16 +358,14 @@ async fn gzip_bodies_are_decoded_and_unknown_media_types_are_415(pool: PgPool) {
         vec![],
         vec![JSON, ("content-encoding", "br")],
     ] {
-        let mut headers = headers;
-        headers.push(("authorization", &auth));
-        let response = app
-            .send(
-                Method::PUT,
-                "/api/v1/urls",
-                &headers,
-                json!([{ "loc": loc("h") }]).to_string(),
-            )
-            .await;
+        let response = send_authed(
+            &app,
+            Method::PUT,
+            "/api/v1/urls",
+            &headers,
+            json!([{ "loc": loc("h") }]).to_string(),
+        )
+        .await;
         assert_eq!(response.status(), 415, "{headers:?}");
         assert_eq!(
             header(&response, "content-type"),
@@ -418,12 +411,9 @@ async fn deletes_are_atomic_batches_of_locs(pool: PgPool) {
 async fn a_record_is_found_by_either_spelling_of_its_loc(pool: PgPool) {
     let app = spawn_api(pool, |_| {}).await;
     put(&app, json!([{ "loc": loc("café"), "section": "food" }])).await;
-    let auth = bearer();
     for spelling in ["café", "caf%C3%A9"] {
         let query = format!("/api/v1/urls?loc={}", urlencode(&loc(spelling)));
-        let response = app
-            .send(Method::GET, &query, &[("authorization", &auth)], "")
-            .await;
+        let response = send_authed(&app, Method::GET, &query, &[], "").await;
         assert_eq!(response.status(), 200, "{spelling}");
         let record: Value = response.json_value().await;
         assert_eq!(record["loc"], loc("caf%C3%A9"));
@@ -436,17 +426,13 @@ async fn a_record_is_found_by_either_spelling_of_its_loc(pool: PgPool) {
         assert!(record["skip_reason"].is_null());
     }
     let query = format!("/api/v1/urls?loc={}", urlencode(&loc("nothing")));
-    let response = app
-        .send(Method::GET, &query, &[("authorization", &auth)], "")
-        .await;
+    let response = send_authed(&app, Method::GET, &query, &[], "").await;
     assert_eq!(response.status(), 404);
     assert_eq!(
         header(&response, "content-type"),
         "application/problem+json"
     );
-    let response = app
-        .send(Method::GET, "/api/v1/urls", &[("authorization", &auth)], "")
-        .await;
+    let response = send_authed(&app, Method::GET, "/api/v1/urls", &[], "").await;
     assert_eq!(response.status(), 400, "loc is required");
 }
 
@@ -461,15 +447,7 @@ async fn stats_count_sites_sections_pages_and_skips(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("an out-of-scope row");
-    let auth = bearer();
-    let response = app
-        .send(
-            Method::GET,
-            "/api/v1/stats",
-            &[("authorization", &auth)],
-            "",
-        )
-        .await;
+    let response = send_authed(&app, Method::GET, "/api/v1/stats", &[], "").await;
     assert_eq!(response.status(), 200);
     let stats: Value = response.json_value().await;
     let site = &stats["sites"][0];
@@ -540,24 +518,9 @@ async fn the_openapi_document_matches_the_routes(pool: PgPool) {
         assert_eq!(response.status(), 401, "{operation}");
     }
     // And nothing undocumented answers.
-    let auth = bearer();
-    let response = app
-        .send(
-            Method::POST,
-            "/api/v1/urls",
-            &[JSON, ("authorization", &auth)],
-            "[]",
-        )
-        .await;
+    let response = send_authed(&app, Method::POST, "/api/v1/urls", &[JSON], "[]").await;
     assert_eq!(response.status(), 405);
-    let response = app
-        .send(
-            Method::GET,
-            "/api/v1/pages",
-            &[("authorization", &auth)],
-            "",
-        )
-        .await;
+    let response = send_authed(&app, Method::GET, "/api/v1/pages", &[], "").await;
     assert_eq!(response.status(), 404);
     for schema in [
         "RawRecord",
