@@ -27,11 +27,13 @@ impl Store {
     /// Starts an import: a transaction holding an empty staging table.
     pub async fn begin_import(&self) -> Result<ImportSession, Error> {
         let mut tx = self.pool.begin().await?;
-        // The de-duplicating and numbering sorts run over the whole file:
-        // in memory rather than in temporary files, up to a point.
+        // The de-duplicating sort runs over the whole file: in memory
+        // rather than in temporary files, up to a point.
         sqlx::query("SET LOCAL work_mem = '64MB'")
             .execute(&mut *tx)
             .await?;
+        // Compiling these row-at-a-time statements costs more than it saves.
+        sqlx::query("SET LOCAL jit = off").execute(&mut *tx).await?;
         sqlx::query(
             "CREATE TEMP TABLE import_staging (
                  ord bigint NOT NULL,
@@ -71,29 +73,25 @@ impl ImportSession {
     /// entries as large as this import's largest, then pages of
     /// `min(max_urls, budget / largest entry)` rows: exact count packing for
     /// ordinary URLs, and never over the byte limit for long ones.
+    ///
+    /// The de-duplicating sort is the only sort: the rows stay in key order
+    /// from there into the INSERT, so the `(site, loc)` index is filled
+    /// front to back rather than at random (measured on 1M new rows: 10 s
+    /// instead of 17), and each section numbers its new rows with a counter
+    /// of its own instead of a second sort.
     pub async fn apply(&mut self, replace: Option<(&str, &str)>) -> Result<ImportCounts, Error> {
-        sqlx::query(
+        let staged = sqlx::query(
             "CREATE TEMP TABLE import_rows ON COMMIT DROP AS
              SELECT DISTINCT ON (site, loc) ord, site, section, loc, lastmod, changefreq, priority
              FROM import_staging
              ORDER BY site, loc, ord DESC",
         )
         .execute(&mut *self.tx)
-        .await?;
+        .await?
+        .rows_affected();
         sqlx::query("ANALYZE import_rows")
             .execute(&mut *self.tx)
             .await?;
-        let updated = sqlx::query(
-            "UPDATE sitemap_urls u
-             SET section = r.section, lastmod = r.lastmod, changefreq = r.changefreq, priority = r.priority
-             FROM import_rows r
-             WHERE u.site = r.site AND u.loc = r.loc
-               AND (u.section, u.lastmod, u.changefreq, u.priority)
-                   IS DISTINCT FROM (r.section, r.lastmod, r.changefreq, r.priority)",
-        )
-        .execute(&mut *self.tx)
-        .await?
-        .rows_affected();
         // Pack against the sections' last pages as they are: hold them.
         sqlx::query(
             "INSERT INTO sitemap_sections (site, section)
@@ -110,39 +108,37 @@ impl ImportSession {
         )
         .execute(&mut *self.tx)
         .await?;
-        sqlx::query(
-            "CREATE TEMP TABLE import_new ON COMMIT DROP AS
-             SELECT r.*, sitemap_entry_bytes(r.loc) AS bytes,
-                    row_number() OVER (PARTITION BY r.site, r.section ORDER BY r.ord) - 1 AS k
-             FROM import_rows r
-             WHERE NOT EXISTS (SELECT 1 FROM sitemap_urls u WHERE u.site = r.site AND u.loc = r.loc)",
-        )
-        .execute(&mut *self.tx)
-        .await?;
-        // Under the section locks no other writer adds to these sections,
-        // but one may still add one of these locs elsewhere: the plain
-        // INSERT (much cheaper than ON CONFLICT's speculative insertion) is
-        // tried first, and on that race the upsert runs instead.
-        sqlx::query("SAVEPOINT import_insert")
+        sqlx::query(IMPORT_SECTIONS).execute(&mut *self.tx).await?;
+        sqlx::query(CREATE_COUNTERS).execute(&mut *self.tx).await?;
+        sqlx::query("ANALYZE import_sections")
             .execute(&mut *self.tx)
             .await?;
-        let plain = sqlx::query_as::<_, (i64, i64)>(INSERT_NEW_ROWS)
+        // Under the section locks no other writer adds to these sections,
+        // but one may still add one of these locs elsewhere and commit
+        // while the statement runs. The plain INSERT (much cheaper than ON
+        // CONFLICT's speculative insertion) is tried first, and on that race
+        // the statement runs again with the conflict clause.
+        sqlx::query("SAVEPOINT import_write")
+            .execute(&mut *self.tx)
+            .await?;
+        let plain = sqlx::query_as::<_, (i64, i64)>(WRITE_ROWS)
             .fetch_one(&mut *self.tx)
             .await;
-        let (inserted, raced) = match plain {
+        let (updated, inserted) = match plain {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                sqlx::query("ROLLBACK TO SAVEPOINT import_insert")
+                sqlx::query("ROLLBACK TO SAVEPOINT import_write")
                     .execute(&mut *self.tx)
                     .await?;
-                sqlx::query_as::<_, (i64, i64)>(UPSERT_NEW_ROWS)
+                // Counters are not transactional: number from zero again.
+                sqlx::query("SELECT setval(counter, 0, false) FROM import_sections")
+                    .execute(&mut *self.tx)
+                    .await?;
+                sqlx::query_as::<_, (i64, i64)>(WRITE_ROWS_RACED)
                     .fetch_one(&mut *self.tx)
                     .await?
             }
             other => other?,
         };
-        let staged: i64 = sqlx::query_scalar("SELECT count(*) FROM import_rows")
-            .fetch_one(&mut *self.tx)
-            .await?;
         let deleted = match replace {
             None => 0,
             Some((site, section)) => sqlx::query(
@@ -157,11 +153,11 @@ impl ImportSession {
             .rows_affected(),
         };
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
-        let updated = updated + count(raced);
+        let (inserted, updated) = (count(inserted), count(updated));
         Ok(ImportCounts {
-            inserted: count(inserted),
+            inserted,
             updated,
-            unchanged: count(staged).saturating_sub(count(inserted) + updated),
+            unchanged: staged.saturating_sub(inserted + updated),
             deleted,
         })
     }
@@ -175,41 +171,86 @@ impl ImportSession {
     }
 }
 
-/// Inserts `import_new` already packed: the k-th new row of a section goes
-/// to its last page while that has room for entries as large as this
-/// import's largest, then to pages of `min(max_urls, budget / largest)`.
-/// Counts (inserted, updated by the conflict clause).
-macro_rules! insert_new_rows {
+/// Per section of the import: where its new rows go (the last page and
+/// the room left there for entries as large as the import's largest, then
+/// pages of `per_page`), and the counter that numbers them.
+const IMPORT_SECTIONS: &str = "CREATE TEMP TABLE import_sections ON COMMIT DROP AS
+     SELECT s.site, s.section, coalesce(t.page, 1) AS tail,
+            greatest(0, least(c.max_urls - coalesce(t.url_count, 0),
+                              (c.entry_budget - coalesce(t.bytes, 0)) / s.largest)) AS room,
+            least(c.max_urls, c.entry_budget / s.largest) AS per_page,
+            'import_counter_' || row_number() OVER (ORDER BY s.site, s.section) AS counter_name,
+            NULL::regclass AS counter
+     FROM (SELECT site, section, max(sitemap_entry_bytes(loc)) AS largest
+           FROM import_rows GROUP BY site, section) s
+     CROSS JOIN sitemap_settings c
+     LEFT JOIN LATERAL (SELECT p.page, p.url_count, p.bytes FROM sitemap_pages p
+                        WHERE p.site = s.site AND p.section = s.section
+                        ORDER BY p.page DESC LIMIT 1) t ON true";
+
+/// A temporary sequence per section, starting at 0. A connection keeps its
+/// sequences between imports (they cannot drop on commit), so an existing
+/// one is restarted.
+const CREATE_COUNTERS: &str = "DO $$
+     DECLARE
+         name text;
+     BEGIN
+         FOR name IN SELECT counter_name FROM import_sections LOOP
+             EXECUTE format('CREATE TEMP SEQUENCE IF NOT EXISTS %I MINVALUE 0', name);
+             PERFORM setval(format('pg_temp.%I', name)::regclass, 0, false);
+         END LOOP;
+         UPDATE import_sections SET counter = format('pg_temp.%I', counter_name)::regclass;
+     END $$";
+
+/// Writes the import in one statement, so that what is new and what is
+/// changed are judged against one snapshot: a row another writer commits
+/// meanwhile is either seen as present (and updated) or met by the INSERT
+/// (a unique violation, or the conflict clause). Rows stay in key order
+/// (the probe is a subquery per row, which keeps the scan's order), and the
+/// k-th new row of a section (k from 0, by its counter) goes to page
+/// `tail + (k - room + per_page) / per_page`: the last page while
+/// `k < room`, then a new page every `per_page` rows (`room <= per_page`
+/// keeps the dividend non-negative). Counts (updated, inserted).
+macro_rules! write_rows {
     ($on_conflict:literal) => {
         concat!(
-            "WITH tails AS MATERIALIZED (
-                 SELECT s.site, s.section, coalesce(t.page, 1) AS tail,
-                        greatest(0, least(c.max_urls - coalesce(t.url_count, 0),
-                                          (c.entry_budget - coalesce(t.bytes, 0)) / s.largest)) AS room,
-                        least(c.max_urls, c.entry_budget / s.largest) AS per_page
-                 FROM (SELECT site, section, max(bytes) AS largest FROM import_new GROUP BY site, section) s
-                 CROSS JOIN sitemap_settings c
-                 LEFT JOIN LATERAL (SELECT p.page, p.url_count, p.bytes FROM sitemap_pages p
-                                    WHERE p.site = s.site AND p.section = s.section
-                                    ORDER BY p.page DESC LIMIT 1) t ON true
-             ), written AS (
-                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority, page)
+            "WITH classified AS MATERIALIZED (
                  SELECT r.site, r.section, r.loc, r.lastmod, r.changefreq, r.priority,
-                        CASE WHEN r.k < t.room THEN t.tail
-                             ELSE t.tail + 1 + ((r.k - t.room) / t.per_page)::integer END
-                 FROM import_new r JOIN tails t ON t.site = r.site AND t.section = r.section
-                 ORDER BY r.ord ",
+                        -- NULL: no such row; else whether a field differs
+                        (SELECT (e.section, e.lastmod, e.changefreq, e.priority)
+                                IS DISTINCT FROM (r.section, r.lastmod, r.changefreq, r.priority)
+                         FROM sitemap_urls e WHERE e.site = r.site AND e.loc = r.loc) AS differs
+                 FROM import_rows r
+             ), changed AS (
+                 UPDATE sitemap_urls u
+                 SET section = c.section, lastmod = c.lastmod, changefreq = c.changefreq, priority = c.priority
+                 FROM classified c
+                 WHERE c.differs AND u.site = c.site AND u.loc = c.loc
+                   AND (u.section, u.lastmod, u.changefreq, u.priority)
+                       IS DISTINCT FROM (c.section, c.lastmod, c.changefreq, c.priority)
+                 RETURNING 1
+             ), added AS (
+                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority, page)
+                 SELECT c.site, c.section, c.loc, c.lastmod, c.changefreq, c.priority,
+                        s.tail + ((nextval(s.counter) - s.room + s.per_page) / s.per_page)::integer
+                 FROM classified c
+                 JOIN import_sections s ON s.site = c.site AND s.section = c.section
+                 WHERE c.differs IS NULL ",
             $on_conflict,
-            " RETURNING (xmax = 0) AS inserted
+            " RETURNING (xmax = 0) AS fresh
              )
-             SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM written"
+             -- `changed` first: its scan fills `classified` before any row is
+             -- added, so the probes meet the index as the snapshot has it
+             SELECT (SELECT count(*) FROM changed) + (SELECT count(*) FROM added WHERE NOT fresh),
+                    (SELECT count(*) FROM added WHERE fresh)"
         )
     };
 }
 
-const INSERT_NEW_ROWS: &str = insert_new_rows!("");
-/// The same, for when one of the locs turned out to exist after all.
-const UPSERT_NEW_ROWS: &str = insert_new_rows!(
+const WRITE_ROWS: &str = write_rows!("");
+
+/// The same, for when one of the new locs turned out to exist after all.
+const WRITE_ROWS_RACED: &str = write_rows!(
     "ON CONFLICT (site, loc) DO UPDATE
      SET section = excluded.section, lastmod = excluded.lastmod,
          changefreq = excluded.changefreq, priority = excluded.priority

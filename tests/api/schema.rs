@@ -14,6 +14,13 @@ async fn the_schema_and_the_writer_agree_on_entry_sizes(pool: PgPool) {
         "https://e.com/caf\u{e9}/\u{65e5}\u{672c}?q=\u{1F600}&x=%20",
         "https://e.com/&&&&''''\"\"\"<<<>>>",
         long_multibyte.as_str(),
+        // one character that takes the counting path each
+        "https://e.com/a&",
+        "https://e.com/<",
+        "https://e.com/>",
+        "https://e.com/\"",
+        "https://e.com/'",
+        "https://e.com/\u{e9}",
     ] {
         let sql: i32 = sqlx::query_scalar("SELECT sitemap_entry_bytes($1)")
             .bind(loc)
@@ -31,6 +38,11 @@ async fn the_schema_refuses_what_no_sitemap_may_hold(pool: PgPool) {
         ("loc", "'ftp://www.example.com/x'", "sitemap_urls_loc_url"),
         ("loc", "'www.example.com/x'", "sitemap_urls_loc_url"),
         ("loc", "'https:///no-host'", "sitemap_urls_loc_url"),
+        ("loc", "'http://'", "sitemap_urls_loc_url"),
+        ("loc", "'http://?q'", "sitemap_urls_loc_url"),
+        ("loc", "'https://#f'", "sitemap_urls_loc_url"),
+        ("loc", "'HTTPS://www.example.com/'", "sitemap_urls_loc_url"),
+        ("loc", "'httpx://www.example.com/'", "sitemap_urls_loc_url"),
         (
             "loc",
             "'https://www.example.com/a b'",
@@ -98,9 +110,10 @@ async fn the_schema_refuses_what_no_sitemap_may_hold(pool: PgPool) {
         );
     }
     let max = format!("{BASE_URL}{}", "a".repeat(2048 - BASE_URL.len()));
-    sqlx::query("INSERT INTO sitemap_urls (loc, priority, changefreq) VALUES ($1, 0, 'never'), ($2, 1, 'always')")
+    sqlx::query("INSERT INTO sitemap_urls (loc, priority, changefreq) VALUES ($1, 0, 'never'), ($2, 1, 'always'), ($3, NULL, NULL)")
         .bind(&max)
         .bind(format!("{BASE_URL}edge"))
+        .bind("http://h")
         .execute(&pool)
         .await
         .expect("edge values are admitted");
