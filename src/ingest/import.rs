@@ -1,10 +1,12 @@
 //! `sitemapd import`: records from a file into `sitemap_urls`, validated,
 //! all or nothing.
 //!
-//! A reader thread parses and validates, and hands rows in batches, already
-//! encoded for `COPY`, over a bounded channel (so memory stays bounded
-//! whatever the file's size) to one transaction that copies them into a
-//! staging table and then applies them in one upsert. The upsert changes a
+//! A reader thread parses and validates, puts the rows, already encoded for
+//! `COPY`, in key order without duplicates ([`super::sort`], spilling to
+//! temporary files past a memory budget), and hands them in batches over a
+//! bounded channel (so memory stays bounded whatever the file's size) to
+//! one transaction that copies them into a staging table and then applies
+//! them in one upsert. The upsert changes a
 //! row only where a field differs, so importing the same file twice changes
 //! nothing and moves no lastmod. Until the commit nothing is visible, and an
 //! import that fails or is killed leaves the table as it was.
@@ -16,6 +18,7 @@ use time::format_description::well_known::Rfc3339;
 use tokio::sync::mpsc;
 
 use super::formats::{self, Format, Input, Position, ReadError};
+use super::sort::{KeySorter, RUN_BYTES, sort_in_memory};
 use super::validate::{FieldError, Record, Validator};
 use crate::config::Site;
 use crate::store::{self, ImportCounts, Store};
@@ -83,7 +86,7 @@ pub async fn import(
         .clone()
         .unwrap_or_else(|| sites[0].name.clone());
     let section = options.section.clone().unwrap_or_default();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(BATCHES_IN_FLIGHT);
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(BATCHES_IN_FLIGHT);
     let reader = {
         let sites = sites.to_vec();
         let (site, section, options) = (site.clone(), section.clone(), options.clone());
@@ -92,9 +95,10 @@ pub async fn import(
         })
     };
     let mut session = store.begin_import().await?;
-    while let Some(batch) = rx.recv().await {
-        session.copy(batch).await?;
-    }
+    let batches = futures_util::stream::unfold(rx, |mut rx| async {
+        rx.recv().await.map(|batch| (batch, rx))
+    });
+    session.copy(batches).await?;
     let mut report = reader.await.map_err(|e| ReadError::Io {
         input: "the reader thread".into(),
         source: std::io::Error::other(e),
@@ -122,7 +126,8 @@ pub async fn write_records(
         encode_copy_row(&mut rows, order, record);
     }
     let mut session = store.begin_import().await?;
-    session.copy(rows).await?;
+    let rows = sort_in_memory(&rows, KEY_FIELDS);
+    session.copy(futures_util::stream::iter([rows])).await?;
     let counts = session.apply(None).await?;
     session.commit().await?;
     Ok(counts)
@@ -139,8 +144,9 @@ fn read_and_validate(
 ) -> Result<ImportReport, ImportError> {
     let validator = Validator::new(sites, site, section, OffsetDateTime::now_utc());
     let mut report = ImportReport::default();
-    let mut batch = Vec::with_capacity(BATCH_ROWS * 128);
-    let mut rows = 0;
+    let mut sorter = KeySorter::new(KEY_FIELDS, RUN_BYTES);
+    let mut row = Vec::with_capacity(256);
+    let mut spill_error = None;
     let mut each = |position: Position, parsed: formats::Parsed| {
         report.read += 1;
         if report.read.is_multiple_of(100_000) {
@@ -151,12 +157,11 @@ fn read_and_validate(
             .and_then(|raw| validator.validate(&raw))
         {
             Ok(record) => {
-                encode_copy_row(&mut batch, report.read, &record);
-                rows += 1;
-                if rows == BATCH_ROWS {
-                    rows = 0;
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_ROWS * 128));
-                    return tx.blocking_send(full).is_ok();
+                row.clear();
+                encode_copy_row(&mut row, report.read, &record);
+                if let Err(e) = sorter.push(&row) {
+                    spill_error = Some(e);
+                    return false;
                 }
             }
             Err(errors) => {
@@ -169,21 +174,52 @@ fn read_and_validate(
         true
     };
     formats::read(options.format, input, &mut each)?;
-    if !batch.is_empty() && tx.blocking_send(batch).is_err() {
-        return Err(ReadError::Stopped.into());
+    if let Some(e) = spill_error {
+        return Err(sort_failed(e));
     }
     progress(report.read);
+    let mut batch = Vec::with_capacity(BATCH_ROWS * 128);
+    let mut rows = 0;
+    let sent = sorter
+        .finish(|row| {
+            batch.extend_from_slice(row);
+            rows += 1;
+            if rows < BATCH_ROWS {
+                return true;
+            }
+            rows = 0;
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_ROWS * 128));
+            tx.blocking_send(full).is_ok()
+        })
+        .map_err(sort_failed)?;
+    if !sent || (!batch.is_empty() && tx.blocking_send(batch).is_err()) {
+        return Err(ReadError::Stopped.into());
+    }
     Ok(report)
 }
 
-/// One row of `COPY … FROM STDIN` text format: tab-separated, `\N` for
-/// NULL. Validated values hold no tab, newline or control character; a
-/// backslash is escaped all the same.
+fn sort_failed(source: std::io::Error) -> ImportError {
+    ReadError::Io {
+        input: "the sort's temporary files".into(),
+        source,
+    }
+    .into()
+}
+
+/// Leading fields of a staging row that make its key: site and loc.
+const KEY_FIELDS: usize = 2;
+
+/// One row of `COPY … FROM STDIN` text format, in the staging table's
+/// column order: tab-separated, `\N` for NULL. Validated values hold no
+/// tab, newline or control character; a backslash is escaped all the same.
+/// The key comes first and the record's number, zero-padded, next, so the
+/// row's bytes sort by key and then by arrival.
 fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
-    let mut line = String::with_capacity(record.loc.len() + 64);
-    let _ = write!(line, "{order}\t{}\t{}\t", record.site, record.section);
-    line.push_str(&record.loc.replace('\\', "\\\\"));
+    let mut line = String::with_capacity(record.loc.len() + 80);
+    line.push_str(&record.site);
     line.push('\t');
+    line.push_str(&record.loc.replace('\\', "\\\\"));
+    let _ = write!(line, "\t{order:020}\t{}\t", record.section);
     match record.lastmod.and_then(|t| t.format(&Rfc3339).ok()) {
         Some(lastmod) => line.push_str(&lastmod),
         None => line.push_str("\\N"),

@@ -5,9 +5,11 @@
 //! - [`formats`]: reading records from JSON Lines, CSV and sitemap files.
 //! - [`import`]: `sitemapd import`, all or nothing, in bounded memory; and
 //!   the same atomic upsert for a write API batch.
+//! - [`sort`]: rows in key order without duplicates, in bounded memory.
 //! - [`batch`]: a write API request body taken apart into records.
 
 pub mod batch;
 pub mod formats;
 pub mod import;
+pub mod sort;
 pub mod validate;

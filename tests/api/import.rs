@@ -394,9 +394,13 @@ async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
     app.insert_urls("", "before-", 3).await;
     let before = app.table_locs().await;
     let pool = app.pool.clone();
-    let watcher = app.pool.clone();
-    // Feed 50,000 records through stdin, then stall without closing it:
-    // the import is mid-way, its rows copied but not committed.
+    // Hold the section the file writes to: the import copies its rows,
+    // then waits for the section's lock, its transaction open.
+    let mut holder = app.pool.begin().await.expect("transaction");
+    sqlx::query("SELECT 1 FROM sitemap_sections WHERE section = '' FOR UPDATE")
+        .execute(&mut *holder)
+        .await
+        .expect("lock");
     let mut child = binary(&pool)
         .args(["import", "-", "--format", "jsonl"])
         .stdin(Stdio::piped())
@@ -406,25 +410,24 @@ async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
         .expect("runs");
     let mut stdin = child.stdin.take().expect("stdin");
     let lines = jsonl(&(0..50_000).map(|i| format!("half/{i}")).collect::<Vec<_>>());
-    tokio::task::spawn_blocking(move || {
-        stdin.write_all(lines.as_bytes()).expect("feed");
-        stdin
-    });
-    // Wait until the importer's COPY has reached the server.
+    tokio::task::spawn_blocking(move || stdin.write_all(lines.as_bytes()).expect("feed"));
     loop {
-        let copying: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY import_staging%'",
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'
+               AND query LIKE '%FROM sitemap_sections%'",
         )
-        .fetch_one(&watcher)
+        .fetch_one(&app.pool)
         .await
         .expect("activity");
-        if copying > 0 {
+        if waiting > 0 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     child.kill().expect("kill");
     let _ = child.wait();
+    holder.rollback().await.expect("release");
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(app.table_locs().await, before);
     assert_eq!(app.served_locs().await, before);
@@ -469,5 +472,41 @@ async fn imported_long_urls_never_overfill_a_page(pool: PgPool) {
     .await;
     // crawl() checks every page against max_urls and max_bytes.
     assert!(app.crawl().await.len() > 1);
+    assert_eq!(app.served_locs().await, app.table_locs().await);
+}
+
+#[sqlx::test]
+async fn a_files_last_record_of_a_loc_wins(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let file = write(
+        &dir,
+        "in.jsonl",
+        &format!(
+            "{{\"loc\": \"{BASE_URL}a\", \"changefreq\": \"daily\"}}\n\
+             {{\"loc\": \"{BASE_URL}b\", \"section\": \"first\"}}\n\
+             {{\"loc\": \"{BASE_URL}a\", \"changefreq\": \"weekly\"}}\n\
+             {{\"loc\": \"{BASE_URL}b\", \"section\": \"second\"}}\n\
+             {{\"loc\": \"{BASE_URL}a\", \"changefreq\": \"monthly\"}}\n"
+        ),
+    );
+    let report = run(&app, &file, &options(Format::Jsonl)).await;
+    assert_eq!((report.read, report.counts.inserted), (5, 2));
+    let rows: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT loc, section, changefreq FROM sitemap_urls ORDER BY loc")
+            .fetch_all(&app.pool)
+            .await
+            .expect("rows");
+    assert_eq!(
+        rows,
+        [
+            (
+                format!("{BASE_URL}a"),
+                String::new(),
+                Some("monthly".into())
+            ),
+            (format!("{BASE_URL}b"), "second".into(), None),
+        ]
+    );
     assert_eq!(app.served_locs().await, app.table_locs().await);
 }
