@@ -6,10 +6,10 @@
 //! temporary files past a memory budget), and hands them in batches over a
 //! bounded channel (so memory stays bounded whatever the file's size) to
 //! one transaction that copies them into a staging table and then applies
-//! them in one upsert. The upsert changes a
-//! row only where a field differs, so importing the same file twice changes
-//! nothing and moves no lastmod. Until the commit nothing is visible, and an
-//! import that fails or is killed leaves the table as it was.
+//! them in one upsert. The upsert changes a row only where a field differs,
+//! so importing the same file twice changes nothing and moves no lastmod.
+//! Until the commit nothing is visible, and an import that fails or is
+//! killed leaves the table as it was.
 
 use std::fmt::Write as _;
 

@@ -33,31 +33,40 @@ pub struct ImportSession {
 impl Store {
     /// Starts an import: a transaction holding an empty staging table.
     pub async fn begin_import(&self) -> Result<ImportSession, Error> {
-        let mut tx = self.pool.begin().await?;
-        // Hashes and the materialised rows stay in memory, up to a point.
-        sqlx::query("SET LOCAL work_mem = '64MB'")
-            .execute(&mut *tx)
+        let mut session = ImportSession {
+            tx: self.pool.begin().await?,
+            staged: 0,
+        };
+        session
+            .run(&[
+                // Hashes and the materialised rows stay in memory, up to a point.
+                "SET LOCAL work_mem = '64MB'",
+                // Compiling these row-at-a-time statements costs more than it saves.
+                "SET LOCAL jit = off",
+                "CREATE TEMP TABLE import_rows (
+                     site text NOT NULL,
+                     loc text NOT NULL,
+                     ord bigint NOT NULL,
+                     section text NOT NULL,
+                     lastmod timestamptz,
+                     changefreq text,
+                     priority real
+                 ) ON COMMIT DROP",
+            ])
             .await?;
-        // Compiling these row-at-a-time statements costs more than it saves.
-        sqlx::query("SET LOCAL jit = off").execute(&mut *tx).await?;
-        sqlx::query(
-            "CREATE TEMP TABLE import_rows (
-                 site text NOT NULL,
-                 loc text NOT NULL,
-                 ord bigint NOT NULL,
-                 section text NOT NULL,
-                 lastmod timestamptz,
-                 changefreq text,
-                 priority real
-             ) ON COMMIT DROP",
-        )
-        .execute(&mut *tx)
-        .await?;
-        Ok(ImportSession { tx, staged: 0 })
+        Ok(session)
     }
 }
 
 impl ImportSession {
+    /// Runs statements that take no parameters, in order.
+    async fn run(&mut self, statements: &[&'static str]) -> Result<(), Error> {
+        for statement in statements {
+            sqlx::query(*statement).execute(&mut *self.tx).await?;
+        }
+        Ok(())
+    }
+
     /// Copies batches of rows, in `COPY` text format, into the staging
     /// table (site, loc, ord, section, lastmod, changefreq, priority), in
     /// one `COPY`: a statement per batch cost 25 ms each.
@@ -84,51 +93,40 @@ impl ImportSession {
     /// section numbers its new rows with a counter of its own, which needs
     /// no sort.
     pub async fn apply(&mut self, replace: Option<(&str, &str)>) -> Result<ImportCounts, Error> {
-        sqlx::query("ANALYZE import_rows")
-            .execute(&mut *self.tx)
-            .await?;
-        sqlx::query(IMPORT_SECTIONS).execute(&mut *self.tx).await?;
-        // Pack against the sections' last pages as they are: hold them.
-        sqlx::query(
+        self.run(&[
+            "ANALYZE import_rows",
+            IMPORT_SECTIONS,
+            // Pack against the sections' last pages as they are: hold them.
             "INSERT INTO sitemap_sections (site, section)
              SELECT site, section FROM import_sections ORDER BY 1, 2
              ON CONFLICT DO NOTHING",
-        )
-        .execute(&mut *self.tx)
-        .await?;
-        sqlx::query(
             "SELECT 1 FROM sitemap_sections s
              WHERE (s.site, s.section) IN (SELECT site, section FROM import_sections)
              ORDER BY s.site, s.section
              FOR UPDATE",
-        )
-        .execute(&mut *self.tx)
+            PLACE_SECTIONS,
+            CREATE_COUNTERS,
+            "ANALYZE import_sections",
+            // Under the section locks no other writer adds to these
+            // sections, but one may still add one of these locs elsewhere
+            // and commit while the statement runs. The plain INSERT (much
+            // cheaper than ON CONFLICT's speculative insertion) is tried
+            // first, and on that race the statement runs again with the
+            // conflict clause.
+            "SAVEPOINT import_write",
+        ])
         .await?;
-        sqlx::query(PLACE_SECTIONS).execute(&mut *self.tx).await?;
-        sqlx::query(CREATE_COUNTERS).execute(&mut *self.tx).await?;
-        sqlx::query("ANALYZE import_sections")
-            .execute(&mut *self.tx)
-            .await?;
-        // Under the section locks no other writer adds to these sections,
-        // but one may still add one of these locs elsewhere and commit
-        // while the statement runs. The plain INSERT (much cheaper than ON
-        // CONFLICT's speculative insertion) is tried first, and on that race
-        // the statement runs again with the conflict clause.
-        sqlx::query("SAVEPOINT import_write")
-            .execute(&mut *self.tx)
-            .await?;
         let plain = sqlx::query_as::<_, (i64, i64)>(WRITE_ROWS)
             .fetch_one(&mut *self.tx)
             .await;
         let (updated, inserted) = match plain {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                sqlx::query("ROLLBACK TO SAVEPOINT import_write")
-                    .execute(&mut *self.tx)
-                    .await?;
-                // Counters are not transactional: number from zero again.
-                sqlx::query("SELECT setval(counter, 0, false) FROM import_sections")
-                    .execute(&mut *self.tx)
-                    .await?;
+                self.run(&[
+                    "ROLLBACK TO SAVEPOINT import_write",
+                    // Counters are not transactional: number from zero again.
+                    "SELECT setval(counter, 0, false) FROM import_sections",
+                ])
+                .await?;
                 sqlx::query_as::<_, (i64, i64)>(WRITE_ROWS_RACED)
                     .fetch_one(&mut *self.tx)
                     .await?
