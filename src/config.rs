@@ -93,6 +93,17 @@ pub struct Settings {
     pub api_max_body_bytes: u64,
     /// Most records in one API request.
     pub api_max_records: u32,
+    /// How long a connection may take to send a request's headers, counted
+    /// from when it starts waiting for them.
+    pub header_read_timeout_ms: u64,
+    /// How long a connection may stay open with nothing asked of it.
+    pub keep_alive_timeout_ms: u64,
+    /// How long a client may accept no bytes of its response.
+    pub write_stall_timeout_ms: u64,
+    /// Connections served in full at once.
+    pub max_connections: u32,
+    /// Bytes all response bodies in flight may hold together.
+    pub response_memory_bytes: u64,
 }
 
 /// One more site, beside the primary one.
@@ -269,6 +280,28 @@ impl Settings {
                 "api_max_body_bytes/api_max_records",
                 &format!("{}/{}", self.api_max_body_bytes, self.api_max_records),
                 "both at least 1".into(),
+            ));
+        }
+        for (key, value) in [
+            ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("keep_alive_timeout_ms", self.keep_alive_timeout_ms),
+            ("write_stall_timeout_ms", self.write_stall_timeout_ms),
+            ("max_connections", u64::from(self.max_connections)),
+            ("response_memory_bytes", self.response_memory_bytes),
+        ] {
+            if value == 0 {
+                return Err(invalid(key, &value, "at least 1".into()));
+            }
+        }
+        if self.keep_alive_timeout_ms > self.header_read_timeout_ms {
+            return Err(invalid(
+                "keep_alive_timeout_ms",
+                &self.keep_alive_timeout_ms,
+                format!(
+                    "at most header_read_timeout_ms ({}): a connection waiting for its next \
+                     request is also waiting for that request's headers",
+                    self.header_read_timeout_ms
+                ),
             ));
         }
         for (key, url) in [

@@ -57,6 +57,10 @@ use config::Settings;
 use render::{RenderOptions, SkipLog};
 use store::Store;
 
+/// Connections the operators' port (`metrics_listen`) serves at once: it
+/// answers scrapers and probes, not the public.
+const OPERATOR_CONNECTIONS: usize = 64;
+
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -85,6 +89,7 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         max_builds: settings.max_concurrent_builds as usize,
         build_wait: Duration::from_millis(settings.build_wait_ms),
     });
+    let metrics = Arc::new(metrics::Metrics::default());
     Ok(AppState::new(http::App {
         store,
         sites: http::Sites::new(sites, settings.strict_host, settings.proxy_strips_prefix),
@@ -100,7 +105,8 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         retry_after: HeaderValue::from(settings.retry_after_seconds),
         skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
         skips: Arc::new(SkipLog::default()),
-        metrics: Arc::new(metrics::Metrics::default()),
+        bodies: http::bodies::BodyBudget::new(settings.response_memory_bytes, metrics.clone()),
+        metrics,
         metrics_apart: settings.metrics_listen.is_some(),
         shutdown_grace: Duration::from_secs(settings.shutdown_grace_seconds),
         api: http::api::ApiSettings {
@@ -120,6 +126,13 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         ))),
         warm_up_interval: (settings.warm_up_interval_ms > 0)
             .then(|| Duration::from_millis(settings.warm_up_interval_ms)),
+        connections: http::connections::Limits {
+            header_read_timeout: Duration::from_millis(settings.header_read_timeout_ms),
+            keep_alive_timeout: Duration::from_millis(settings.keep_alive_timeout_ms),
+            write_stall_timeout: Duration::from_millis(settings.write_stall_timeout_ms),
+            max_connections: settings.max_connections as usize,
+            overflow_connections: (settings.max_connections as usize / 16).clamp(8, 256),
+        },
     }))
 }
 
@@ -150,18 +163,33 @@ pub async fn serve(
     let warm_up = state
         .warm_up_interval
         .map(|interval| tokio::spawn(warmup::run(state.clone(), interval)));
+    let limits = state
+        .connections
+        .clone()
+        .fit_open_files(http::connections::open_files_limit());
     let metrics = metrics_listener.map(|listener| {
-        let app = http::metrics_router(state.clone());
-        tokio::spawn(
-            axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown.clone())
-                .into_future(),
-        )
+        tokio::spawn(http::connections::serve(
+            listener,
+            http::metrics_router(state.clone()),
+            http::metrics_router(state.clone()),
+            http::connections::Limits {
+                max_connections: OPERATOR_CONNECTIONS,
+                overflow_connections: 0,
+                ..limits.clone()
+            },
+            state.metrics.clone(),
+            shutdown.clone(),
+        ))
     });
     let grace = state.shutdown_grace;
-    let server = axum::serve(listener, build_app(state))
-        .with_graceful_shutdown(shutdown.clone())
-        .into_future();
+    let server = http::connections::serve(
+        listener,
+        build_app(state.clone()),
+        http::overflow_router(state.clone()),
+        limits,
+        state.metrics.clone(),
+        shutdown.clone(),
+    );
     let grace_over = async {
         shutdown.await;
         tokio::time::sleep(grace).await;

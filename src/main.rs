@@ -168,6 +168,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Serve => {
+            sitemapd::http::connections::raise_open_files_limit();
             let (_, state) = connect(&settings).await?;
             let metrics_listener = match settings.metrics_listen {
                 Some(address) => Some(

@@ -36,6 +36,16 @@ struct SourceLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TierLabels {
+    tier: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PoolLabels {
     state: &'static str,
 }
@@ -52,6 +62,10 @@ pub struct Metrics {
     pool: Family<PoolLabels, Gauge>,
     pages_served: Family<SourceLabels, Counter>,
     page_cache_bytes: Gauge,
+    connections_open: Family<TierLabels, Gauge>,
+    connections_closed: Family<ReasonLabels, Counter>,
+    response_memory_bytes: Gauge,
+    responses_refused: Family<ReasonLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -111,8 +125,36 @@ impl Default for Metrics {
             "Bytes of built pages held in memory",
             page_cache_bytes.clone(),
         );
+        let connections_open = Family::<TierLabels, Gauge>::default();
+        registry.register(
+            "connections_open",
+            "Client connections open, by tier (regular: within max_connections; overflow: answered once past it)",
+            connections_open.clone(),
+        );
+        let connections_closed = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "connections_closed",
+            "Client connections closed, by reason",
+            connections_closed.clone(),
+        );
+        let response_memory_bytes = Gauge::default();
+        registry.register(
+            "response_memory_bytes",
+            "Bytes held by response bodies in flight, counted against response_memory_bytes",
+            response_memory_bytes.clone(),
+        );
+        let responses_refused = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "responses_refused",
+            "Requests answered 503 to protect the service, by reason",
+            responses_refused.clone(),
+        );
         Metrics {
             registry,
+            connections_open,
+            connections_closed,
+            response_memory_bytes,
+            responses_refused,
             pages_served,
             page_cache_bytes,
             requests,
@@ -156,6 +198,36 @@ impl Metrics {
             .inc();
     }
 
+    /// A connection was accepted into a tier.
+    pub fn connection_opened(&self, overflow: bool) {
+        self.connections_open.get_or_create(&tier(overflow)).inc();
+    }
+
+    /// A connection of a tier has ended.
+    pub fn connection_ended(&self, overflow: bool) {
+        self.connections_open.get_or_create(&tier(overflow)).dec();
+    }
+
+    /// A connection was closed, for `reason` (a close reason's label).
+    pub fn connection_closed(&self, reason: &'static str) {
+        self.connections_closed
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// Bytes response bodies hold now.
+    pub fn response_memory(&self, bytes: u64) {
+        self.response_memory_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// A request answered `503` to protect the service.
+    pub fn response_refused(&self, reason: &'static str) {
+        self.responses_refused
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
     /// The metrics in text form, with the gauges read now. A database that
     /// does not answer leaves the skipped-rows gauges as last read.
     pub async fn render(&self, store: &Store, cache: &PageCache) -> String {
@@ -181,6 +253,12 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String");
         text
+    }
+}
+
+fn tier(overflow: bool) -> TierLabels {
+    TierLabels {
+        tier: if overflow { "overflow" } else { "regular" },
     }
 }
 

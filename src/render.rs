@@ -1,17 +1,11 @@
-//! Renders one page from the store into a stream of body chunks.
+//! Renders one page from the store into its compressed chunks.
 //!
-//! A producer task reads the page's rows, writes them as XML, compresses
-//! them, and hands the chunks over an unbounded channel. The channel is what
-//! keeps a slow client from holding a database connection: the producer never
-//! waits for the client, so the connection goes back to the pool as soon as
-//! the rows are read, and what the client has not taken yet waits in memory
-//! (bounded by the page limits).
-//!
-//! The first chunk is produced only after the first rows have arrived, so the
-//! caller learns of a database failure before any byte is sent and can answer
-//! `503`. A failure after that ends the stream with an error, on which the
-//! HTTP server aborts the connection: a client never takes a cut-short
-//! sitemap for a whole one.
+//! A page is read, written as XML and compressed whole, into memory, before
+//! any of it is sent: the database connection goes back to the pool as soon
+//! as the rows are read, however slowly a client then takes the page, and a
+//! database failure part-way is answered `503` rather than a sitemap cut
+//! short. Every form of a page is served from these chunks (an uncompressed
+//! `.xml` is inflated from its gzip as the client reads it).
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -20,9 +14,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use futures_util::{Stream, StreamExt, TryStreamExt, stream};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
-use tracing::Instrument;
+use futures_util::TryStreamExt;
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::metrics::Metrics;
 use crate::sitemap::{LimitExceeded, UrlEntry, UrlsetWriter};
@@ -44,8 +37,6 @@ pub enum RenderError {
     Limit(#[from] LimitExceeded),
     #[error("compressing the page: {0}")]
     Compress(#[from] std::io::Error),
-    #[error("the page renderer stopped unexpectedly")]
-    ProducerGone,
 }
 
 /// How pages are rendered: the service's settings that shape a page.
@@ -132,62 +123,24 @@ pub struct Renderer {
     pub metrics: Arc<Metrics>,
 }
 
-/// Starts rendering and waits for the first chunk. `Err` means nothing has
-/// been sent; the stream's own errors come after bytes were sent. The build
-/// slot is held until the page is read and written.
-pub async fn render_page(
-    renderer: Renderer,
-    request: PageRequest,
-    slot: OwnedSemaphorePermit,
-) -> Result<impl Stream<Item = Result<Bytes, RenderError>> + Send + 'static, RenderError> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(
-        async move {
-            let Renderer {
-                store,
-                options,
-                skips,
-                metrics,
-            } = renderer;
-            if let Err(error) = produce(&store, &request, options, &skips, &metrics, &tx).await {
-                let _ = tx.send(Err(error));
-            }
-            drop(slot);
-        }
-        .in_current_span(),
-    );
-    let first = rx.recv().await.ok_or(RenderError::ProducerGone)??;
-    let rest = stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    Ok(stream::once(async { Ok(first) }).chain(rest))
-}
-
-/// Renders a whole page into memory, for the page cache.
+/// Renders a whole page into memory, for the page cache: its compressor's
+/// chunks as they came. The build slot is held until the page is read and
+/// written. A page is built whole before any byte of it is sent, so a
+/// failure part-way is a clean `503`, never a cut-short sitemap.
 pub async fn build_page(
     renderer: Renderer,
     request: PageRequest,
     slot: OwnedSemaphorePermit,
 ) -> Result<Arc<[Bytes]>, RenderError> {
-    let chunks: Vec<Bytes> = render_page(renderer, request, slot)
-        .await?
-        .try_collect()
-        .await?;
-    Ok(chunks.into())
-}
-
-type ChunkSender = mpsc::UnboundedSender<Result<Bytes, RenderError>>;
-
-async fn produce(
-    store: &Store,
-    request: &PageRequest,
-    options: RenderOptions,
-    skips: &SkipLog,
-    metrics: &Metrics,
-    tx: &ChunkSender,
-) -> Result<(), RenderError> {
+    let Renderer {
+        store,
+        options,
+        skips,
+        metrics,
+    } = renderer;
     let started = std::time::Instant::now();
-    let (mut rows_read, mut left_out, mut bytes) = (0, 0, 0);
+    let (mut rows_read, mut left_out) = (0, 0);
+    let mut chunks = Vec::new();
     let mut rows = store.page_rows(&request.site, &request.section, request.page);
     let mut sink = Sink::new(request.codec, options.gzip_level)?;
     let mut xml = Vec::with_capacity(CHUNK_BYTES + crate::sitemap::writer::MAX_ENTRY_BYTES);
@@ -208,22 +161,18 @@ async fn produce(
         }
         if xml.len() >= CHUNK_BYTES {
             let chunk = sink.write(&mut xml)?;
-            bytes += chunk.len();
-            if !chunk.is_empty() && tx.send(Ok(chunk)).is_err() {
-                // The client went away: stop reading and free the connection.
-                return Ok(());
+            if !chunk.is_empty() {
+                chunks.push(chunk);
             }
         }
     }
     drop(rows);
+    drop(slot);
     writer.finish(&mut xml);
-    let last = sink.finish(&mut xml)?;
-    // Recorded before the last chunk goes, so a client that has the whole
-    // page also finds it in the metrics.
+    chunks.push(sink.finish(&mut xml)?);
     metrics.page_built(started.elapsed(), rows_read, left_out);
-    metrics.body_bytes(request.route, bytes + last.len());
-    let _ = tx.send(Ok(last));
-    Ok(())
+    metrics.body_bytes(request.route, chunks.iter().map(Bytes::len).sum());
+    Ok(chunks.into())
 }
 
 /// Where written XML goes: through a compressor, or straight out.

@@ -30,6 +30,9 @@ pub enum HttpError {
     /// Too many pages being built: load shed.
     #[error("overloaded")]
     Overloaded,
+    /// Response bodies in flight hold the whole memory budget.
+    #[error("response memory budget spent")]
+    MemoryBudget,
     /// A write API request without a token the service admits.
     #[error("unauthorized")]
     Unauthorized,
@@ -149,6 +152,12 @@ impl IntoResponse for HttpError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
                 "too many sitemap pages being built, retry later\n",
+            )
+                .into_response(),
+            HttpError::MemoryBudget => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+                "too many responses in flight, retry later\n",
             )
                 .into_response(),
             HttpError::Unauthorized => {

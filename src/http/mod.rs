@@ -5,7 +5,9 @@
 //! request (`Host`, `X-Forwarded-*`) reaches them.
 
 pub mod api;
+pub(crate) mod bodies;
 mod caching;
+pub mod connections;
 pub mod error;
 mod health;
 mod negotiate;
@@ -56,10 +58,14 @@ pub struct App {
     pub shutdown_grace: std::time::Duration,
     pub api: api::ApiSettings,
     pub cache: crate::cache::PageCache,
+    /// What response bodies in flight hold, within `response_memory_bytes`.
+    pub bodies: Arc<bodies::BodyBudget>,
     /// The page summaries, kept between writes.
     pub summaries: Arc<crate::summaries::Summaries>,
     /// How often changed pages are rebuilt in the background; `None`: never.
     pub warm_up_interval: Option<std::time::Duration>,
+    /// The clocks and caps of client connections.
+    pub connections: connections::Limits,
 }
 
 impl App {
@@ -99,6 +105,7 @@ pub fn router(state: AppState) -> Router {
     router
         .merge(api::router(&state))
         .fallback(sitemaps::dispatch)
+        .layer(axum::middleware::from_fn(require_valid_host))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             count_request,
@@ -139,11 +146,64 @@ pub fn page_fingerprint(settings: &crate::config::Settings) -> String {
     ])
 }
 
-/// The `/metrics` endpoint alone, for serving it on a port of its own.
+/// The operators' port (`metrics_listen`): `/metrics`, and the health
+/// checks, which answer there however busy the public port is.
 pub fn metrics_router(state: AppState) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .route("/healthz", get(health::live))
+        .route("/readyz", get(health::ready))
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            add_retry_after,
+        ))
         .with_state(state)
+}
+
+/// What a connection past `max_connections` is answered: the health checks
+/// as ever, so probes get through a flood, and `503` for anything else.
+pub fn overflow_router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(health::live))
+        .route("/readyz", get(health::ready))
+        .fallback(too_many_connections)
+        .layer(axum::middleware::from_fn(require_valid_host))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            count_request,
+        ))
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            add_retry_after,
+        ))
+        .with_state(state)
+}
+
+/// `400` for a request whose `Host` is missing, repeated or malformed, which
+/// could otherwise be routed by a guess.
+async fn require_valid_host(request: Request, next: axum::middleware::Next) -> Response {
+    match sites::host_problem(request.version(), request.headers()) {
+        Some(problem) => (
+            StatusCode::BAD_REQUEST,
+            [(header::CONNECTION, HeaderValue::from_static("close"))],
+            format!("bad request: {problem}\n"),
+        )
+            .into_response(),
+        None => next.run(request).await,
+    }
+}
+
+async fn too_many_connections(State(state): State<AppState>) -> Response {
+    state.metrics.response_refused("connections");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (header::CONNECTION, HeaderValue::from_static("close")),
+        ],
+        "too many connections, retry later\n",
+    )
+        .into_response()
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {

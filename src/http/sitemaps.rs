@@ -10,13 +10,14 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use time::OffsetDateTime;
 
+use super::bodies::{HeldChunks, INFLATE_HOLD_BYTES, Inflated};
 use super::caching::{Validators, fingerprint};
 use super::negotiate::negotiate;
 use super::sites::request_host;
 use super::{AppState, HttpError};
 use crate::cache::{Chunks, PageKey, Source, total_len};
 use crate::config::Site;
-use crate::render::{Codec, PageRequest, build_page, compress, render_page};
+use crate::render::{Codec, PageRequest, build_page, compress};
 use crate::sitemap::name::{index_file_name, parse_index_part};
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 
@@ -115,11 +116,22 @@ async fn index(
         writer.push(&mut out, &name.file_name(Encoding::Gzip), entry.lastmod);
     }
     writer.finish(&mut out);
-    let body =
-        compress(codec, state.render.gzip_level, out).map_err(crate::render::RenderError::from)?;
+    let body = Bytes::from(
+        compress(codec, state.render.gzip_level, out).map_err(crate::render::RenderError::from)?,
+    );
     state.metrics.body_bytes("/sitemap_index.xml", body.len());
-    let mut response =
-        ([(header::CONTENT_TYPE, XML), (X_ROBOTS_TAG, NOINDEX)], body).into_response();
+    let length = body.len();
+    let held = state.bodies.reserve(length as u64, None)?;
+    let body = HeldChunks::new(Chunks::from([body]), held);
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, XML),
+            (X_ROBOTS_TAG, NOINDEX),
+            (header::CONTENT_LENGTH, HeaderValue::from(length)),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response();
     set_content_encoding(response.headers_mut(), codec);
     response
         .headers_mut()
@@ -179,42 +191,42 @@ async fn page(
         // Framed like the GET (streamed, length unknown), without reading rows.
         let no_chunks = futures_util::stream::empty::<Result<Bytes, Infallible>>();
         (headers, Body::from_stream(no_chunks)).into_response()
-    } else if codec == Codec::Identity {
-        // Uncompressed pages (for the rare client that accepts no
-        // encoding) are up to 50 MiB: streamed, never cached.
-        let request = PageRequest {
-            site: site.name.clone(),
-            section: name.section,
-            page: name.page,
-            codec,
-            route,
-        };
-        let slot = state.cache.build_slot().await?;
-        let chunks = render_page(state.renderer(), request, slot).await?;
-        (headers, Body::from_stream(chunks)).into_response()
     } else {
+        // An uncompressed page (for the rare client that accepts no
+        // encoding, up to 50 MiB) is inflated from the cached gzip as the
+        // client reads it: never rendered ahead of the client, and never
+        // holding a database connection while the client takes its time.
+        let stored = if codec == Codec::Identity {
+            Codec::Gzip
+        } else {
+            codec
+        };
         let key = PageKey {
             site: site.name.clone(),
             section: name.section,
             page: name.page,
-            codec,
+            codec: stored,
             version: summary.lastmod,
         };
         let (body, source) = cached_page(state, key, route).await?;
         state.metrics.page_served(source);
-        let length = total_len(&body);
-        if source != Source::Built {
-            state.metrics.body_bytes(route, length);
+        if codec == Codec::Identity {
+            let held = state.bodies.reserve(INFLATE_HOLD_BYTES, Some(&body))?;
+            let inflated = Inflated::new(body, held).counted(state.metrics.clone(), route);
+            (headers, Body::from_stream(inflated)).into_response()
+        } else {
+            let length = total_len(&body);
+            if source != Source::Built {
+                state.metrics.body_bytes(route, length);
+            }
+            let held = state.bodies.reserve(0, Some(&body))?;
+            (
+                headers,
+                [(header::CONTENT_LENGTH, HeaderValue::from(length))],
+                Body::from_stream(HeldChunks::new(body, held)),
+            )
+                .into_response()
         }
-        let chunks = futures_util::stream::iter(
-            (0..body.len()).map(move |i| Ok::<_, Infallible>(body[i].clone())),
-        );
-        (
-            headers,
-            [(header::CONTENT_LENGTH, HeaderValue::from(length))],
-            Body::from_stream(chunks),
-        )
-            .into_response()
     };
     if let Some(vary) = vary {
         set_content_encoding(response.headers_mut(), codec);

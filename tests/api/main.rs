@@ -3,6 +3,7 @@
 
 mod browser;
 mod caching;
+mod connections;
 mod deploy;
 mod encodings;
 mod failures;

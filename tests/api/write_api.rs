@@ -578,3 +578,52 @@ impl JsonBody for reqwest::Response {
         serde_json::from_slice(&bytes).expect("a JSON body")
     }
 }
+
+#[sqlx::test]
+async fn a_multi_member_gzip_body_is_decoded_whole_or_refused(pool: PgPool) {
+    let app = spawn_api(pool, |_| {}).await;
+    let member = |record: Value| {
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        gz.write_all(format!("{record}\n").as_bytes())
+            .expect("gzip");
+        gz.finish().expect("gzip")
+    };
+    // `cat a.gz b.gz` is one gzip file: both records are applied.
+    let whole = [
+        member(json!({ "loc": loc("m1") })),
+        member(json!({ "loc": loc("m2") })),
+    ]
+    .concat();
+    let response = send_authed(
+        &app,
+        Method::PUT,
+        "/api/v1/urls",
+        &[NDJSON, ("content-encoding", "gzip")],
+        whole.clone(),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(row_count(&app).await, 2);
+
+    // Anything after the last member that is not one refuses the body.
+    let trailing = [whole, b"not gzip".to_vec()].concat();
+    let response = send_authed(
+        &app,
+        Method::PUT,
+        "/api/v1/urls",
+        &[NDJSON, ("content-encoding", "gzip")],
+        trailing,
+    )
+    .await;
+    assert_eq!(response.status(), 400);
+    let problem: Value =
+        serde_json::from_slice(&response.bytes().await.expect("body")).expect("problem document");
+    assert_eq!(problem["type"], "urn:sitemapd:problem:bad-gzip");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("does not decode")),
+        "{problem}"
+    );
+    assert_eq!(row_count(&app).await, 2);
+}

@@ -1,12 +1,13 @@
 //! A write API request body: its media type and encoding checked, read up
-//! to the size limit, gzip decoded with the limit counted after
-//! decompression (so a small bomb cannot expand past it).
+//! to the size limit, gzip decoded (every member of a multi-member file)
+//! with the limit counted after decompression (so a small bomb cannot
+//! expand past it).
 
 use std::io::Read;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, header};
-use flate2::read::GzDecoder;
+use flate2::read::MultiGzDecoder;
 use futures_util::TryStreamExt;
 
 use crate::http::error::{HttpError, Problem};
@@ -40,8 +41,10 @@ pub async fn read(
     if !gzip {
         return Ok((raw, format));
     }
+    // Every member of a multi-member file, as `gzip -d` decodes it; bytes
+    // after the last member that are not a gzip member refuse the body.
     let mut decoded = Vec::with_capacity(raw.len() * 4);
-    GzDecoder::new(raw.as_slice())
+    MultiGzDecoder::new(raw.as_slice())
         .take(limit as u64 + 1)
         .read_to_end(&mut decoded)
         .map_err(|e| {

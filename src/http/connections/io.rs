@@ -1,0 +1,302 @@
+//! A client socket that notices when its peer stops taking part.
+//!
+//! Two things hyper cannot see from above the socket are decided here, where
+//! every byte passes:
+//!
+//! - **Write stall.** A client that accepts no bytes for the stall timeout
+//!   (its receive window stays shut) gets an error on the next write, which
+//!   ends the connection and frees what its response held. Slow but moving
+//!   readers are never cut: the clock restarts on every byte accepted.
+//! - **Idle keep-alive.** With no request in flight and no byte either way
+//!   for the idle timeout, reading ends as if the client had closed, which
+//!   hyper takes as a clean end of the connection.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+
+/// Why a connection ended, as logged and counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CloseReason {
+    /// The client closed it, or asked for `Connection: close`.
+    Client = 0,
+    /// Its request headers did not arrive within `header_read_timeout_ms`.
+    HeaderTimeout,
+    /// Nothing was asked of it for `keep_alive_timeout_ms`.
+    Idle,
+    /// Its client accepted no bytes for `write_stall_timeout_ms`.
+    WriteStall,
+    /// Over `max_connections`: answered once (health, or `503`), then closed.
+    OverCapacity,
+    /// Over every limit: closed as soon as it was accepted.
+    Refused,
+    /// The service was shutting down.
+    Shutdown,
+    /// A request hyper could not parse.
+    BadRequest,
+    /// The socket failed (reset by the peer, broken pipe).
+    Error,
+}
+
+impl CloseReason {
+    const ALL: [CloseReason; 9] = [
+        CloseReason::Client,
+        CloseReason::HeaderTimeout,
+        CloseReason::Idle,
+        CloseReason::WriteStall,
+        CloseReason::OverCapacity,
+        CloseReason::Refused,
+        CloseReason::Shutdown,
+        CloseReason::BadRequest,
+        CloseReason::Error,
+    ];
+
+    /// The metric label and log field.
+    pub fn label(self) -> &'static str {
+        match self {
+            CloseReason::Client => "client",
+            CloseReason::HeaderTimeout => "header_timeout",
+            CloseReason::Idle => "idle",
+            CloseReason::WriteStall => "write_stall",
+            CloseReason::OverCapacity => "over_capacity",
+            CloseReason::Refused => "refused",
+            CloseReason::Shutdown => "shutdown",
+            CloseReason::BadRequest => "bad_request",
+            CloseReason::Error => "error",
+        }
+    }
+
+    fn from_u8(value: u8) -> Option<CloseReason> {
+        CloseReason::ALL.into_iter().find(|r| *r as u8 == value)
+    }
+}
+
+/// What a connection's socket and its requests share.
+#[derive(Debug)]
+pub struct ConnectionState {
+    opened: Instant,
+    /// Milliseconds after `opened` of the last byte read or written.
+    last_activity_ms: AtomicU64,
+    /// Requests whose response has not been handed over whole yet.
+    in_flight: AtomicUsize,
+    /// Set by whichever timeout ends the connection; 255 when none did.
+    reason: AtomicU8,
+}
+
+const NO_REASON: u8 = u8::MAX;
+
+impl ConnectionState {
+    pub fn new() -> Arc<ConnectionState> {
+        Arc::new(ConnectionState {
+            opened: Instant::now(),
+            last_activity_ms: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            reason: AtomicU8::new(NO_REASON),
+        })
+    }
+
+    /// Marks a request begun; the returned guard marks its response done
+    /// when dropped (with the response body).
+    pub fn begin_request(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(self.clone())
+    }
+
+    /// The reason a timeout recorded, if one ended the connection.
+    pub fn timed_out(&self) -> Option<CloseReason> {
+        CloseReason::from_u8(self.reason.load(Ordering::Acquire))
+    }
+
+    fn record(&self, reason: CloseReason) {
+        let _ = self.reason.compare_exchange(
+            NO_REASON,
+            reason as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
+    fn touch(&self) {
+        let elapsed = self.opened.elapsed().as_millis() as u64;
+        self.last_activity_ms.store(elapsed, Ordering::Release);
+    }
+
+    fn last_activity(&self) -> Instant {
+        self.opened + Duration::from_millis(self.last_activity_ms.load(Ordering::Acquire))
+    }
+
+    fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+}
+
+/// Held while a request is being answered.
+#[derive(Debug)]
+pub struct InFlight(Arc<ConnectionState>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A TCP stream with the stall and idle clocks.
+pub struct GuardedStream {
+    stream: TcpStream,
+    state: Arc<ConnectionState>,
+    write_stall: Duration,
+    keep_alive: Duration,
+    /// When writing last became blocked, while it still is.
+    blocked_since: Option<Instant>,
+    stall_timer: Option<Pin<Box<Sleep>>>,
+    idle_timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl GuardedStream {
+    pub fn new(
+        stream: TcpStream,
+        state: Arc<ConnectionState>,
+        write_stall: Duration,
+        keep_alive: Duration,
+    ) -> GuardedStream {
+        state.touch();
+        GuardedStream {
+            stream,
+            state,
+            write_stall,
+            keep_alive,
+            blocked_since: None,
+            stall_timer: None,
+            idle_timer: None,
+        }
+    }
+
+    /// Called when a write could not proceed: an error once the client has
+    /// accepted nothing for the stall timeout, else a wake-up at that time.
+    fn check_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let since = *self.blocked_since.get_or_insert_with(Instant::now);
+        let deadline = since + self.write_stall;
+        if expired(&mut self.stall_timer, deadline, cx) {
+            self.state.record(CloseReason::WriteStall);
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the client accepted no bytes for {} ms",
+                    self.write_stall.as_millis()
+                ),
+            )));
+        }
+        Poll::Pending
+    }
+
+    fn wrote(&mut self, written: &io::Result<usize>) {
+        if matches!(written, Ok(n) if *n > 0) {
+            self.blocked_since = None;
+            self.state.touch();
+        }
+    }
+}
+
+/// Whether `deadline` has passed; if not, `timer` wakes the task then.
+fn expired(timer: &mut Option<Pin<Box<Sleep>>>, deadline: Instant, cx: &mut Context<'_>) -> bool {
+    if Instant::now() >= deadline {
+        return true;
+    }
+    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+    if timer.deadline() != deadline {
+        timer.as_mut().reset(deadline);
+    }
+    timer.as_mut().poll(cx).is_ready()
+}
+
+impl AsyncRead for GuardedStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        let before = buf.filled().len();
+        match Pin::new(&mut this.stream).poll_read(cx, buf) {
+            Poll::Ready(result) => {
+                if buf.filled().len() > before {
+                    this.state.touch();
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending => {
+                if this.state.is_idle() {
+                    let deadline = this.state.last_activity() + this.keep_alive;
+                    if expired(&mut this.idle_timer, deadline, cx) {
+                        // Read as the end of the stream: hyper closes an idle
+                        // connection at end of stream without complaint.
+                        this.state.record(CloseReason::Idle);
+                        return Poll::Ready(Ok(()));
+                    }
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl AsyncWrite for GuardedStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.stream).poll_write(cx, buf) {
+            Poll::Ready(written) => {
+                this.wrote(&written);
+                Poll::Ready(written)
+            }
+            Poll::Pending => this.check_stall(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.stream).poll_write_vectored(cx, bufs) {
+            Poll::Ready(written) => {
+                this.wrote(&written);
+                Poll::Ready(written)
+            }
+            Poll::Pending => this.check_stall(cx),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        // Lets hyper queue body chunks by reference instead of copying them.
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.stream).poll_shutdown(cx) {
+            Poll::Ready(result) => Poll::Ready(result),
+            Poll::Pending => {
+                ready!(this.check_stall(cx))?;
+                Poll::Pending
+            }
+        }
+    }
+}

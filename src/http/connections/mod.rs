@@ -1,0 +1,308 @@
+//! Client connections: accepted, limited, timed out, and counted.
+//!
+//! sitemapd is often reachable straight from the internet, so no client may
+//! hold a connection, a file descriptor or memory for longer than it takes
+//! part. Each connection is bounded by three clocks: its request headers must
+//! arrive within `header_read_timeout_ms` (slowloris), it is closed after
+//! `keep_alive_timeout_ms` with nothing asked of it, and a client that
+//! accepts no bytes of its response for `write_stall_timeout_ms` is dropped
+//! (see [`io`]).
+//!
+//! At most `max_connections` are served in full at once. A few more, the
+//! overflow, are each answered one request by a small router (health checks
+//! answer as ever, anything else `503` with `Retry-After`) and closed, so an
+//! orchestrator's probes still get through a flood; past those, a connection
+//! is answered `503` and closed the moment it is accepted. All of it fits the
+//! process's open-files limit, which is raised to its hard limit at start.
+
+mod io;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tower::ServiceExt;
+
+pub use io::CloseReason;
+use io::{ConnectionState, GuardedStream, InFlight};
+
+use crate::metrics::Metrics;
+
+/// The clocks and caps of one listener.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub header_read_timeout: Duration,
+    pub keep_alive_timeout: Duration,
+    pub write_stall_timeout: Duration,
+    /// Connections served in full at once.
+    pub max_connections: usize,
+    /// Connections past those that are still answered once.
+    pub overflow_connections: usize,
+}
+
+/// The overflow's header timeout at most: a probe sends its request at once.
+const OVERFLOW_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Descriptors kept for everything but client connections: database
+/// connections, disk-cache files, listeners, logs.
+const RESERVED_FILES: u64 = 256;
+
+impl Limits {
+    /// Lowered, if need be, so that every connection it admits has a file
+    /// descriptor under `open_files` (the soft limit).
+    pub fn fit_open_files(mut self, open_files: u64) -> Limits {
+        let available = usize::try_from(open_files.saturating_sub(RESERVED_FILES))
+            .unwrap_or(usize::MAX)
+            .max(2);
+        let wanted = self.max_connections + self.overflow_connections;
+        if wanted > available {
+            let overflow = (available / 16).clamp(1, self.overflow_connections.max(1));
+            tracing::warn!(
+                max_connections = self.max_connections,
+                open_files,
+                lowered_to = available - overflow,
+                "max_connections does not fit the open-files limit: lowered"
+            );
+            self.max_connections = available - overflow;
+            self.overflow_connections = overflow;
+        }
+        self
+    }
+}
+
+/// Raises the soft open-files limit to the hard one, so that connections,
+/// not descriptors, are what the caps count; logs both.
+pub fn raise_open_files_limit() {
+    match rlimit::getrlimit(rlimit::Resource::NOFILE) {
+        Ok((soft, hard)) => {
+            let raised = rlimit::increase_nofile_limit(hard).unwrap_or(soft);
+            tracing::info!(soft_before = soft, soft = raised, hard, "open files limit");
+        }
+        Err(error) => tracing::warn!(%error, "open files limit unknown"),
+    }
+}
+
+/// The soft open-files limit in force (1,024, the usual default, if it
+/// cannot be read).
+pub fn open_files_limit() -> u64 {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft)
+}
+
+/// Serves `app` on `listener` within `limits` until `shutdown` resolves, then
+/// stops accepting and returns once every open connection has finished its
+/// response (idle ones are closed at once). Connections past
+/// `max_connections` are served one request by `overflow`.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    overflow: Router,
+    limits: Limits,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let regular = Arc::new(Semaphore::new(limits.max_connections));
+    let extra = Arc::new(Semaphore::new(limits.overflow_connections));
+    let refusal = refusal_bytes();
+    let graceful = GracefulShutdown::new();
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    accept_failed(&error).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let (router, permit, overflowing) = if let Ok(permit) = regular.clone().try_acquire_owned()
+        {
+            (app.clone(), permit, false)
+        } else if let Ok(permit) = extra.clone().try_acquire_owned() {
+            (overflow.clone(), permit, true)
+        } else {
+            refuse(&stream, &refusal);
+            metrics.connection_closed(CloseReason::Refused.label());
+            tracing::info!(%peer, reason = CloseReason::Refused.label(), "connection closed");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let (state, connection) = connection(stream, router, &limits, overflowing);
+        let watched = graceful.watch(connection);
+        let (metrics, shutting_down) = (metrics.clone(), shutting_down.clone());
+        metrics.connection_opened(overflowing);
+        tokio::spawn(async move {
+            let result = watched.await;
+            let reason = close_reason(&state, &result, overflowing, &shutting_down);
+            metrics.connection_closed(reason.label());
+            metrics.connection_ended(overflowing);
+            log_close(peer, reason, result.err());
+            drop(permit);
+        });
+    }
+    drop(listener);
+    shutting_down.store(true, Ordering::Release);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// An accepted connection as hyper serves it, with the clocks on its
+/// socket, and the state those clocks record.
+fn connection(
+    stream: TcpStream,
+    router: Router,
+    limits: &Limits,
+    overflowing: bool,
+) -> (
+    Arc<ConnectionState>,
+    impl GracefulConnection<Error = hyper::Error> + Send + 'static,
+) {
+    let state = ConnectionState::new();
+    let header_timeout = if overflowing {
+        limits.header_read_timeout.min(OVERFLOW_HEADER_TIMEOUT)
+    } else {
+        limits.header_read_timeout
+    };
+    let stream = GuardedStream::new(
+        stream,
+        state.clone(),
+        limits.write_stall_timeout,
+        limits.keep_alive_timeout,
+    );
+    let requests = state.clone();
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let in_flight = requests.begin_request();
+        let router = router.clone();
+        async move {
+            let response = router.oneshot(request.map(Body::new)).await?;
+            Ok::<_, Infallible>(response.map(|body| Tracked { body, in_flight }))
+        }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(!overflowing);
+    (
+        state,
+        builder.serve_connection(TokioIo::new(stream), service),
+    )
+}
+
+/// A response body that marks its request done when it is dropped: sent
+/// whole, or abandoned with its connection.
+struct Tracked {
+    body: Body,
+    in_flight: InFlight,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl std::fmt::Debug for Tracked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracked")
+            .field("in_flight", &self.in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
+fn close_reason(
+    state: &ConnectionState,
+    result: &Result<(), hyper::Error>,
+    overflowing: bool,
+    shutting_down: &AtomicBool,
+) -> CloseReason {
+    if let Some(reason) = state.timed_out() {
+        return reason;
+    }
+    match result {
+        Err(error) if error.is_timeout() => CloseReason::HeaderTimeout,
+        Err(error) if error.is_parse() || error.is_parse_too_large() => CloseReason::BadRequest,
+        Err(_) => CloseReason::Error,
+        Ok(()) if overflowing => CloseReason::OverCapacity,
+        Ok(()) if shutting_down.load(Ordering::Acquire) => CloseReason::Shutdown,
+        Ok(()) => CloseReason::Client,
+    }
+}
+
+fn log_close(peer: SocketAddr, reason: CloseReason, error: Option<hyper::Error>) {
+    match reason {
+        CloseReason::Client | CloseReason::Shutdown => {
+            tracing::debug!(%peer, reason = reason.label(), "connection closed");
+        }
+        _ => match error {
+            Some(error) => {
+                tracing::info!(%peer, reason = reason.label(), %error, "connection closed");
+            }
+            None => tracing::info!(%peer, reason = reason.label(), "connection closed"),
+        },
+    }
+}
+
+/// What a connection past every limit is sent before it is closed.
+fn refusal_bytes() -> Bytes {
+    let body = "too many connections, retry later\n";
+    Bytes::from(format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         retry-after: 5\r\ncache-control: no-store\r\nconnection: close\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    ))
+}
+
+/// Answers `503` if the socket takes it at once, and closes: waiting for
+/// this client is what the limits exist to avoid.
+fn refuse(stream: &TcpStream, refusal: &[u8]) {
+    let _ = stream.try_write(refusal);
+}
+
+/// Accepting can fail for the connection alone (it was reset while queued)
+/// or for the process (out of descriptors): the latter gets a pause, so the
+/// loop does not spin while it lasts.
+async fn accept_failed(error: &std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::error!(%error, "accepting a connection failed");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
