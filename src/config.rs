@@ -46,6 +46,8 @@ pub struct Settings {
     pub database_read_url: Option<DatabaseUrl>,
     pub db_max_connections: u32,
     pub db_acquire_timeout_ms: u64,
+    /// How long a read made for serving waits for the database's next answer.
+    pub db_read_timeout_ms: u64,
     pub listen: SocketAddr,
     #[serde(default)]
     pub metrics_listen: Option<SocketAddr>,
@@ -283,6 +285,7 @@ impl Settings {
             ));
         }
         for (key, value) in [
+            ("db_read_timeout_ms", self.db_read_timeout_ms),
             ("header_read_timeout_ms", self.header_read_timeout_ms),
             ("keep_alive_timeout_ms", self.keep_alive_timeout_ms),
             ("write_stall_timeout_ms", self.write_stall_timeout_ms),

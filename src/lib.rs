@@ -74,6 +74,7 @@ pub enum StartError {
 /// builds the state the routes share.
 pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, StartError> {
     let sites = settings.sites()?;
+    let store = store.with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms));
     let entry_budget = settings.max_bytes - sitemap::DOCUMENT_RESERVE;
     store
         .configure(&sites, settings.max_urls, entry_budget)

@@ -32,7 +32,7 @@ const SKIP_LOG_MEMORY: usize = 100_000;
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     #[error("reading the page's rows: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
     #[error(transparent)]
     Limit(#[from] LimitExceeded),
     #[error("compressing the page: {0}")]
@@ -141,7 +141,7 @@ pub async fn build_page(
     let started = std::time::Instant::now();
     let (mut rows_read, mut left_out) = (0, 0);
     let mut chunks = Vec::new();
-    let mut rows = store.page_rows(&request.site, &request.section, request.page);
+    let mut rows = std::pin::pin!(store.page_rows(&request.site, &request.section, request.page));
     let mut sink = Sink::new(request.codec, options.gzip_level)?;
     let mut xml = Vec::with_capacity(CHUNK_BYTES + crate::sitemap::writer::MAX_ENTRY_BYTES);
     let mut writer = UrlsetWriter::start(&mut xml, options.max_urls, options.max_bytes);
@@ -166,7 +166,6 @@ pub async fn build_page(
             }
         }
     }
-    drop(rows);
     drop(slot);
     writer.finish(&mut xml);
     chunks.push(sink.finish(&mut xml)?);

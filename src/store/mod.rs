@@ -9,7 +9,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
@@ -33,6 +33,10 @@ pub enum Error {
     Database(sqlx::Error),
     #[error("migrating the database: {0}")]
     Migrate(sqlx::migrate::MigrateError),
+    /// The database did not answer in time: what a network partition looks
+    /// like, where packets are dropped rather than connections refused.
+    #[error("database: no answer within {} ms", .0.as_millis())]
+    Timeout(Duration),
 }
 
 impl From<sqlx::Error> for Error {
@@ -58,7 +62,12 @@ impl From<sqlx::migrate::MigrateError> for Error {
 pub struct Store {
     pool: PgPool,
     read: PgPool,
+    /// How long a read for serving waits for the database's next answer.
+    read_timeout: Duration,
 }
+
+/// [`Store::read_timeout`] until configured.
+const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A page of a site as the summaries have it: the index lists the non-empty
 /// ones, and the newest change among all of them versions the index.
@@ -119,7 +128,11 @@ impl Store {
                 pool_options(settings).connect_with(options).await?
             }
         };
-        Ok(Store { pool, read })
+        Ok(Store {
+            pool,
+            read,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+        })
     }
 
     /// One pool for reads and writes.
@@ -127,6 +140,18 @@ impl Store {
         Store {
             read: pool.clone(),
             pool,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+        }
+    }
+
+    /// Bounds how long each read made for serving (a health check, the
+    /// summaries, a page's next row) waits for the database: a database that
+    /// stops answering without closing its connections then gets `503`s
+    /// rather than requests that hang.
+    pub fn with_read_timeout(self, read_timeout: Duration) -> Store {
+        Store {
+            read_timeout,
+            ..self
         }
     }
 
@@ -177,33 +202,38 @@ impl Store {
 
     /// Whether the database (and the read replica, if any) answers.
     pub async fn ping(&self) -> Result<(), Error> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
-        sqlx::query("SELECT 1").execute(&self.read).await?;
+        self.in_time(sqlx::query("SELECT 1").execute(&self.pool))
+            .await?;
+        self.in_time(sqlx::query("SELECT 1").execute(&self.read))
+            .await?;
         Ok(())
     }
 
     /// Every page of a site, emptied ones included, in index order.
     pub async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
-        Ok(sqlx::query_as(
-            "SELECT section, page, url_count, lastmod FROM sitemap_pages
-             WHERE site = $1
-             ORDER BY section, page",
+        self.in_time(
+            sqlx::query_as(
+                "SELECT section, page, url_count, lastmod FROM sitemap_pages
+                 WHERE site = $1
+                 ORDER BY section, page",
+            )
+            .bind(site)
+            .fetch_all(&self.read),
         )
-        .bind(site)
-        .fetch_all(&self.read)
-        .await?)
+        .await
     }
 
     /// The rows of one page in a stable order, streamed as PostgreSQL sends
     /// them; the connection returns to the pool when the stream ends or is
-    /// dropped.
+    /// dropped. A row that takes longer than the read timeout ends it with
+    /// [`Error::Timeout`].
     pub fn page_rows<'a>(
         &'a self,
         site: &'a str,
         section: &'a str,
         page: i32,
-    ) -> impl Stream<Item = Result<UrlRow, sqlx::Error>> + Send + 'a {
-        sqlx::query_as(
+    ) -> impl Stream<Item = Result<UrlRow, Error>> + Send + 'a {
+        let rows = sqlx::query_as(
             "SELECT id, loc, lastmod, changefreq, priority, updated_at FROM sitemap_urls
              WHERE site = $1 AND section = $2 AND page = $3
              ORDER BY id",
@@ -211,7 +241,27 @@ impl Store {
         .bind(site)
         .bind(section)
         .bind(page)
-        .fetch(&self.read)
+        .fetch(&self.read);
+        futures_util::stream::unfold(Some(rows), move |rows| async move {
+            let mut rows = rows?;
+            match tokio::time::timeout(self.read_timeout, rows.next()).await {
+                Ok(Some(Ok(row))) => Some((Ok(row), Some(rows))),
+                Ok(Some(Err(error))) => Some((Err(error.into()), None)),
+                Ok(None) => None,
+                Err(_) => Some((Err(Error::Timeout(self.read_timeout)), None)),
+            }
+        })
+    }
+
+    /// `read` within the read timeout.
+    async fn in_time<T>(
+        &self,
+        read: impl Future<Output = Result<T, sqlx::Error>>,
+    ) -> Result<T, Error> {
+        tokio::time::timeout(self.read_timeout, read)
+            .await
+            .map_err(|_| Error::Timeout(self.read_timeout))?
+            .map_err(Error::from)
     }
 
     /// Rows left out of the sitemaps that have not been reported yet, marked

@@ -134,3 +134,30 @@ async fn a_slow_client_holds_no_database_connection(pool: PgPool) {
     }
     assert!(String::from_utf8_lossy(&rest).ends_with("</urlset>\n"));
 }
+
+#[sqlx::test]
+async fn a_database_that_stops_answering_costs_503s_not_hung_requests(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.db_read_timeout_ms = 500).await;
+    app.insert_urls("", "p", 3).await;
+    // A lock that no read can pass stands for a database that takes
+    // requests and never answers them.
+    let mut blocker = app.pool.begin().await.expect("transaction");
+    sqlx::query("LOCK TABLE sitemap_pages, sitemap_urls IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *blocker)
+        .await
+        .expect("lock");
+    for path in ["/sitemap_index.xml", "/sitemap-1.xml.gz"] {
+        let started = std::time::Instant::now();
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 503, "{path}");
+        assert!(response.headers().get("retry-after").is_some(), "{path}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{path} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(app.get("/healthz").await.status(), 200);
+    blocker.rollback().await.expect("unlock");
+    assert_eq!(app.page("/sitemap-1.xml.gz").await.urls.len(), 3);
+}
