@@ -205,6 +205,9 @@ fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
         return Err("a URL without #fragment (crawlers drop it)".into());
     }
     let normalised = String::from(url);
+    if let Some((i, problem)) = crate::sitemap::writer::uri_problem(&normalised) {
+        return Err(format!("a valid URI ({problem} at byte {i})"));
+    }
     if normalised.chars().count() > MAX_LOC_CHARS {
         return Err(format!(
             "at most {MAX_LOC_CHARS} characters, once normalised"
@@ -373,6 +376,16 @@ mod tests {
             "credentials",
         );
         rejected(raw("https://www.example.com/shop/x#top"), "loc", "fragment");
+        rejected(
+            raw("https://www.example.com/shop/50%-off"),
+            "loc",
+            "'%' not followed by two hex digits",
+        );
+        rejected(
+            raw("https://www.example.com/shop/a[1]"),
+            "loc",
+            "'[' or ']' outside the host",
+        );
         rejected(raw("https://other.example.com/shop/x"), "loc", "base URL");
         rejected(raw("http://www.example.com/shop/x"), "loc", "base URL");
         rejected(raw("https://www.example.com/x"), "loc", "base URL");

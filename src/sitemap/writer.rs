@@ -59,6 +59,11 @@ pub enum SkipReason {
     ForbiddenCharacter { byte_offset: usize },
     /// The loc is empty or longer than the protocol allows.
     BadLength,
+    /// The loc is not a URI the sitemap schema's `anyURI` accepts.
+    InvalidUri {
+        byte_offset: usize,
+        problem: &'static str,
+    },
 }
 
 impl fmt::Display for SkipReason {
@@ -68,7 +73,14 @@ impl fmt::Display for SkipReason {
                 f,
                 "loc has a control or whitespace character at byte {byte_offset}"
             ),
-            SkipReason::BadLength => write!(f, "loc is empty or over {MAX_LOC_CHARS} characters"),
+            SkipReason::InvalidUri {
+                byte_offset,
+                problem,
+            } => write!(f, "loc is not a valid URI: {problem} at byte {byte_offset}"),
+            SkipReason::BadLength => write!(
+                f,
+                "loc is empty or over {MAX_LOC_CHARS} characters as served (non-ASCII percent-encoded)"
+            ),
         }
     }
 }
@@ -196,10 +208,53 @@ pub fn entry_bytes(loc: &str) -> usize {
             .sum::<usize>()
 }
 
+/// The loc's length in characters as written in `<loc>`, where each
+/// non-ASCII byte becomes three (`%XX`): what the XSD's 2,048 applies to.
+pub fn served_chars(loc: &str) -> usize {
+    loc.bytes().map(|b| if b < 0x80 { 1 } else { 3 }).sum()
+}
+
+/// Where `loc` breaks URI syntax (RFC 3986) in a way that percent-encoding
+/// non-ASCII does not mend, and how: the schema's `anyURI` refuses such a
+/// loc, so it can be neither stored by import nor served.
+pub fn uri_problem(loc: &str) -> Option<(usize, &'static str)> {
+    let bytes = loc.as_bytes();
+    // The authority (where an IPv6 literal's brackets belong) ends at the
+    // first '/', '?' or '#' after "scheme://".
+    let authority_end = loc.find("://").map_or(0, |start| {
+        let from = start + 3;
+        loc[from..]
+            .find(['/', '?', '#'])
+            .map_or(loc.len(), |end| from + end)
+    });
+    let mut fragment = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'%' if !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)) =>
+            {
+                return Some((i, "'%' not followed by two hex digits"));
+            }
+            b'[' | b']' if i >= authority_end => {
+                return Some((i, "'[' or ']' outside the host"));
+            }
+            b'#' if fragment => return Some((i, "a second '#'")),
+            b'#' => fragment = true,
+            _ => {}
+        }
+    }
+    None
+}
+
 fn write_entry(out: &mut Vec<u8>, entry: &UrlEntry<'_>) -> Result<(), SkipReason> {
-    let chars = entry.loc.chars().count();
-    if chars == 0 || chars > MAX_LOC_CHARS {
+    if entry.loc.is_empty() || served_chars(entry.loc) > MAX_LOC_CHARS {
         return Err(SkipReason::BadLength);
+    }
+    if let Some((byte_offset, problem)) = uri_problem(entry.loc) {
+        return Err(SkipReason::InvalidUri {
+            byte_offset,
+            problem,
+        });
     }
     out.extend_from_slice(b"<url><loc>");
     write_loc(out, entry.loc)?;
@@ -410,6 +465,42 @@ mod tests {
         );
         assert_eq!(out.len(), before, "a skipped entry leaves no bytes behind");
         assert_eq!(writer.urls(), 0);
+    }
+
+    #[test]
+    fn locs_the_schema_refuses_as_uris_are_left_out() {
+        for (loc, offset) in [
+            ("https://e.com/50%-off", 16),
+            ("https://e.com/a%4", 15),
+            ("https://e.com/a[1]", 15),
+            ("https://e.com/a#b#c", 17),
+        ] {
+            assert_eq!(uri_problem(loc).map(|(i, _)| i), Some(offset), "{loc}");
+        }
+        for loc in [
+            "https://[::1]:8080/a%41?b=1#c",
+            "https://e.com/%C3%A9",
+            "https://e.com/a#b",
+        ] {
+            assert_eq!(uri_problem(loc), None, "{loc}");
+        }
+    }
+
+    #[test]
+    fn the_loc_limit_counts_characters_as_served() {
+        // "é" is two bytes, so six characters once percent-encoded:
+        // 14 + 339 × 6 = 2,048.
+        let at_limit = format!("https://e.com/{}", "é".repeat(339));
+        assert_eq!(served_chars(&at_limit), MAX_LOC_CHARS);
+        let over = format!("{at_limit}a");
+        let mut out = Vec::new();
+        let mut writer = UrlsetWriter::start(&mut out, 10, 1_000_000);
+        assert_eq!(writer.push(&mut out, &entry(&at_limit)), Ok(None));
+        assert_eq!(
+            writer.push(&mut out, &entry(&over)),
+            Ok(Some(SkipReason::BadLength))
+        );
+        assert_eq!(writer.urls(), 1);
     }
 
     #[test]
