@@ -14,6 +14,14 @@ use sitemapd::ingest::formats::{Format, Input};
 use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
 use tokio::net::TcpListener;
 
+/// jemalloc, with a background thread that hands freed memory back to the
+/// system within about a second (`.cargo/config.toml`), so RSS falls again
+/// once a flood of clients has gone, however idle the service then is.
+/// glibc's malloc kept most of a flood's peak, and mimalloc only gave it
+/// back when the threads that freed it allocated again (RELIABILITY.md).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Debug, Parser)]
 #[command(version, about = "Always-current XML sitemaps served from PostgreSQL")]
 struct Cli {
