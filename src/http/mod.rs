@@ -96,44 +96,43 @@ impl std::ops::Deref for AppState {
 
 /// The service's routes with their shared layers.
 pub fn router(state: AppState) -> Router {
-    let mut router = Router::new()
-        .route("/healthz", get(health::live))
-        .route("/readyz", get(health::ready));
+    let mut router = health_routes();
     if !state.metrics_apart {
         router = router.route("/metrics", get(metrics));
     }
-    router
-        .merge(api::router(&state))
-        .fallback(sitemaps::dispatch)
-        .layer(axum::middleware::from_fn(require_valid_host))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            count_request,
-        ))
-        .layer(axum::middleware::map_response_with_state(
-            state.clone(),
-            add_retry_after,
-        ))
-        .layer(
-            TraceLayer::new_for_http()
-                // One line per request, in its span: status and latency.
-                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO))
-                .make_span_with(|request: &Request| {
-                    // Sitemap routes are resolved by site inside the handler, which
-                    // records the route template then.
-                    let route = request
-                        .extensions()
-                        .get::<MatchedPath>()
-                        .map(MatchedPath::as_str);
-                    tracing::info_span!(
-                        "request",
-                        method = %request.method(),
-                        route = route.map(tracing::field::display),
-                        path = %request.uri().path()
-                    )
-                }),
-        )
-        .with_state(state)
+    public_layers(
+        router
+            .merge(api::router(&state))
+            .fallback(sitemaps::dispatch),
+        &state,
+    )
+    .layer(
+        TraceLayer::new_for_http()
+            // One line per request, in its span: status and latency.
+            .on_response(DefaultOnResponse::new().level(tracing::Level::INFO))
+            .make_span_with(|request: &Request| {
+                // Sitemap routes are resolved by site inside the handler, which
+                // records the route template then.
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(MatchedPath::as_str);
+                tracing::info_span!(
+                    "request",
+                    method = %request.method(),
+                    route = route.map(tracing::field::display),
+                    path = %request.uri().path()
+                )
+            }),
+    )
+    .with_state(state)
+}
+
+/// `/healthz` and `/readyz`, which every listener answers.
+fn health_routes() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(health::live))
+        .route("/readyz", get(health::ready))
 }
 
 /// What shapes a page's bytes besides its rows, digested for its ETag.
@@ -149,10 +148,8 @@ pub fn page_fingerprint(settings: &crate::config::Settings) -> String {
 /// The operators' port (`metrics_listen`): `/metrics`, and the health
 /// checks, which answer there however busy the public port is.
 pub fn metrics_router(state: AppState) -> Router {
-    Router::new()
+    health_routes()
         .route("/metrics", get(metrics))
-        .route("/healthz", get(health::live))
-        .route("/readyz", get(health::ready))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
             add_retry_after,
@@ -163,10 +160,13 @@ pub fn metrics_router(state: AppState) -> Router {
 /// What a connection past `max_connections` is answered: the health checks
 /// as ever, so probes get through a flood, and `503` for anything else.
 pub fn overflow_router(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(health::live))
-        .route("/readyz", get(health::ready))
-        .fallback(too_many_connections)
+    public_layers(health_routes().fallback(too_many_connections), &state).with_state(state)
+}
+
+/// What every response on the public port goes through: `Host` checked,
+/// counted by route and status, `Retry-After` on every `503`.
+fn public_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
+    router
         .layer(axum::middleware::from_fn(require_valid_host))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -176,7 +176,6 @@ pub fn overflow_router(state: AppState) -> Router {
             state.clone(),
             add_retry_after,
         ))
-        .with_state(state)
 }
 
 /// `400` for a request whose `Host` is missing, repeated or malformed, which

@@ -71,20 +71,21 @@ async fn metric(app: &TestApp, line: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Waits (polling, up to 10 s) until a metric reaches `at_least`.
-async fn wait_for_metric(app: &TestApp, line: &str, at_least: f64) {
+/// Polls `check` every 50 ms until it holds; fails after 10 s naming `what`.
+async fn eventually<F: Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let value = metric(app, line).await;
-        if value >= at_least {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{line} is {value}, expected at least {at_least}"
-        );
+    while !check().await {
+        assert!(Instant::now() < deadline, "not within 10 s: {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Waits until a metric reaches `at_least`.
+async fn wait_for_metric(app: &TestApp, line: &str, at_least: f64) {
+    eventually(&format!("{line} at least {at_least}"), || async {
+        metric(app, line).await >= at_least
+    })
+    .await;
 }
 
 fn operators_port(settings: &mut sitemapd::config::Settings) {
@@ -328,11 +329,10 @@ async fn past_max_connections_health_still_answers_and_the_rest_get_503(pool: Pg
 
     // Once the flood goes, connections are served in full again.
     drop(held);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while app.get("/sitemap_index.xml").await.status() != 200 {
-        assert!(Instant::now() < deadline, "never served again");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("served in full again", || async {
+        app.get("/sitemap_index.xml").await.status() == 200
+    })
+    .await;
 }
 
 #[sqlx::test]
