@@ -24,7 +24,8 @@ use moka::policy::EvictionPolicy;
 use time::OffsetDateTime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::render::{Codec, RenderError};
+use crate::codec::Codec;
+use crate::render::RenderError;
 
 /// A built page: the chunks its compressor produced, kept as they are.
 /// Many similar small allocations, rather than one large block per page,

@@ -10,8 +10,8 @@
 //! - [`config`] — settings from `config/default.toml`, a file, the environment.
 //! - [`store`] — every SQL statement; the schema itself is in `migrations/`.
 //! - [`sitemap`] — the protocol: limits, file names, the XML writer.
-//! - [`render`] — one page from rows to (compressed) body chunks, off the
-//!   request's connection.
+//! - [`render`] — one page from rows to its compressed chunks, built whole.
+//! - [`codec`] — the compressors: gzip files, and gzip, br or zstd on the wire.
 //! - [`summaries`] — the page summaries in memory between writes, dropped
 //!   when the database announces a change.
 //! - [`cache`] — built pages by version, in memory and on disk; one build
@@ -20,6 +20,7 @@
 //!   errors as responses, shared state.
 //! - [`ingest`] — the rules every incoming record is checked and normalised by.
 //! - [`skips`] — logs, once each, the rows that cannot be served.
+//! - [`quote`] — values cut short for logs and error messages.
 //! - [`demo`] — synthetic rows for a first look and for benchmarks.
 //! - [`telemetry`] — logging.
 //! - [`tokens`] — the write API's bearer tokens, kept as digests.
@@ -29,11 +30,13 @@
 //! (inside [`render`]) → body.
 
 pub mod cache;
+pub mod codec;
 pub mod config;
 pub mod demo;
 pub mod http;
 pub mod ingest;
 pub mod metrics;
+pub mod quote;
 pub mod render;
 pub mod sitemap;
 pub mod skips;
@@ -54,7 +57,8 @@ use tokio::net::TcpListener;
 pub use http::{AppState, router as build_app};
 
 use config::Settings;
-use render::{RenderOptions, SkipLog};
+use render::RenderOptions;
+use skips::SkipLog;
 use store::Store;
 
 /// Connections the operators' port (`metrics_listen`) serves at once: it

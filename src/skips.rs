@@ -3,13 +3,37 @@
 //! row once, with its key and reason, so an operator hears of it without a
 //! flood on every request.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::render::{LOGGED_LOC_CHARS, truncated};
-use crate::store::{self, SkippedRow, Store};
+use crate::quote::{LOGGED_LOC_CHARS, truncated};
+use crate::store::{self, SkippedRow, Store, UrlRow};
+
+/// Skipped rows remembered so each is logged once; past this many, further
+/// ones are still counted but logged again after a restart at most.
+const SKIP_LOG_MEMORY: usize = 100_000;
 
 /// Rows taken from the database per round.
 const BATCH: i64 = 1000;
+
+/// Rows the writer left out, logged once each.
+#[derive(Debug, Default)]
+pub struct SkipLog {
+    seen: Mutex<HashSet<i64>>,
+}
+
+impl SkipLog {
+    pub fn record(&self, site: &str, row: &UrlRow, reason: impl std::fmt::Display) {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if seen.len() < SKIP_LOG_MEMORY && seen.insert(row.id) {
+            tracing::warn!(site, row_id = row.id, loc = %truncated(&row.loc, LOGGED_LOC_CHARS), %reason, "row left out of its sitemap");
+        }
+    }
+}
 
 /// Logs every skipped row not logged before; returns them.
 pub async fn report_new_skips(store: &Store) -> Result<Vec<SkippedRow>, store::Error> {

@@ -14,8 +14,8 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use crate::cache::PageKey;
+use crate::codec::Codec;
 use crate::http::{AppState, cached_page};
-use crate::render::Codec;
 
 /// Pages rebuilt per round at most: enough for ordinary writes, bounded for
 /// bulk ones (whose pages are then built on first request).

@@ -28,7 +28,8 @@ pub use sitemaps::{cached_page, index_parts, sitemap_lines};
 pub use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};
-use crate::render::{RenderOptions, SkipLog};
+use crate::render::RenderOptions;
+use crate::skips::SkipLog;
 use crate::store::Store;
 
 /// What every handler shares; cheap to clone.

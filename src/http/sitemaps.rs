@@ -16,8 +16,9 @@ use super::negotiate::negotiate;
 use super::sites::request_host;
 use super::{AppState, HttpError};
 use crate::cache::{Chunks, PageKey, Source, total_len};
+use crate::codec::{Codec, compress};
 use crate::config::Site;
-use crate::render::{Codec, PageRequest, build_page, compress};
+use crate::render::{PageRequest, build_page};
 use crate::sitemap::name::{index_file_name, parse_index_part};
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 

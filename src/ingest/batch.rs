@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use super::formats::Position;
 use super::import::Rejected;
 use super::validate::{FieldError, QUOTE_CHARS, RawRecord, Record, Validator};
-use crate::render::truncated;
+use crate::quote::truncated;
 
 /// How a request body holds its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

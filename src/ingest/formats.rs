@@ -17,7 +17,7 @@ use flate2::read::MultiGzDecoder;
 use quick_xml::events::Event;
 
 use super::validate::{FieldError, QUOTE_CHARS, RawRecord};
-use crate::render::truncated;
+use crate::quote::truncated;
 
 /// Where a record sits in the input, for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]

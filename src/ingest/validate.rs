@@ -16,7 +16,7 @@ use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 use url::Url;
 
 use crate::config::Site;
-use crate::render::truncated;
+use crate::quote::truncated;
 use crate::sitemap::name::is_section_slug;
 use crate::sitemap::writer::MAX_LOC_CHARS;
 
