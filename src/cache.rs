@@ -9,23 +9,19 @@
 //! costs a file read rather than a rebuild.
 //!
 //! A cold page is built once however many requests ask for it at the same
-//! time: they wait for that one build. Builds are bounded by a semaphore;
-//! a request that cannot get a build slot within the configured wait is shed
-//! (`503` with `Retry-After`), while cached pages and `304`s keep flowing.
+//! time: they wait for that one build (how builds are bounded is the
+//! builder's business: see `render`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use moka::future::Cache;
 use moka::policy::EvictionPolicy;
 use time::OffsetDateTime;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::codec::Codec;
-use crate::render::RenderError;
 
 /// A built page: the chunks its compressor produced, kept as they are.
 /// Many similar small allocations, rather than one large block per page,
@@ -49,28 +45,6 @@ pub struct PageKey {
     pub version: OffsetDateTime,
 }
 
-/// Why a page could not be answered from or built into the cache.
-#[derive(Debug, thiserror::Error)]
-pub enum CacheError {
-    #[error("too many pages being built: shed")]
-    Overloaded,
-    #[error(transparent)]
-    Build(#[from] RenderError),
-}
-
-/// How the cache is sized and builds are bounded.
-#[derive(Debug, Clone)]
-pub struct CacheSettings {
-    /// Bytes of page bodies kept in memory.
-    pub memory_bytes: u64,
-    /// Where the disk tier keeps pages, if anywhere.
-    pub dir: Option<PathBuf>,
-    /// Pages built at once, at most.
-    pub max_builds: usize,
-    /// How long a cold request waits for a build slot before it is shed.
-    pub build_wait: Duration,
-}
-
 /// Where a page's bytes came from, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -80,51 +54,50 @@ pub enum Source {
     Built,
 }
 
+impl Source {
+    /// The metrics label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Memory => "memory",
+            Source::Disk => "disk",
+            Source::Built => "built",
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct PageCache {
     memory: Cache<PageKey, Chunks>,
     dir: Option<PathBuf>,
-    builds: Arc<Semaphore>,
-    build_wait: Duration,
 }
 
 impl PageCache {
-    pub fn new(settings: &CacheSettings) -> PageCache {
+    /// Keeps up to `memory_bytes` of pages in memory, and every page in
+    /// `dir` too when given.
+    pub fn new(memory_bytes: u64, dir: Option<PathBuf>) -> PageCache {
         let memory = Cache::builder()
-            .max_capacity(settings.memory_bytes)
+            .max_capacity(memory_bytes)
             .weigher(|_key: &PageKey, body: &Chunks| {
                 u32::try_from(total_len(body)).unwrap_or(u32::MAX)
             })
             .eviction_policy(EvictionPolicy::lru())
             .build();
-        PageCache {
-            memory,
-            dir: settings.dir.clone(),
-            builds: Arc::new(Semaphore::new(settings.max_builds.max(1))),
-            build_wait: settings.build_wait,
-        }
-    }
-
-    /// A build slot, waiting at most the configured time for one.
-    pub async fn build_slot(&self) -> Result<OwnedSemaphorePermit, CacheError> {
-        tokio::time::timeout(self.build_wait, self.builds.clone().acquire_owned())
-            .await
-            .map_err(|_| CacheError::Overloaded)?
-            .map_err(|_| CacheError::Overloaded)
+        PageCache { memory, dir }
     }
 
     /// The page's bytes: from memory, else from disk, else built by `build`
-    /// (which takes a [`build_slot`](Self::build_slot)) and kept. Concurrent
-    /// callers with the same key share one lookup and one build. A hit is
-    /// answered before the key is ever cloned.
-    pub async fn get_or_build<F, Fut>(
+    /// and kept. Concurrent callers with the same key share one lookup and
+    /// one build (and its error). A hit is answered before the key is ever
+    /// cloned.
+    pub async fn get_or_build<F, Fut, E>(
         &self,
         key: PageKey,
         build: F,
-    ) -> Result<(Chunks, Source), Arc<CacheError>>
+    ) -> Result<(Chunks, Source), Arc<E>>
     where
         F: FnOnce(&PageKey) -> Fut,
-        Fut: Future<Output = Result<Chunks, CacheError>>,
+        Fut: Future<Output = Result<Chunks, E>>,
+        E: Send + Sync + 'static,
     {
         if let Some(body) = self.memory.get(&key).await {
             return Ok((body, Source::Memory));
@@ -140,7 +113,7 @@ impl PageCache {
                 let body = build(&key).await?;
                 source = Source::Built;
                 self.write_disk(&key, &body).await;
-                Ok::<_, CacheError>(body)
+                Ok::<_, E>(body)
             })
             .await?;
         Ok((body, source))

@@ -84,16 +84,14 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         .configure(&sites, settings.max_urls, entry_budget)
         .await?;
     let page_fingerprint = http::page_fingerprint(settings);
-    let cache = cache::PageCache::new(&cache::CacheSettings {
-        memory_bytes: settings.page_cache_bytes,
-        // Pages built under other settings are other bytes: kept apart.
-        dir: settings
+    // Pages built under other settings are other bytes: kept apart.
+    let cache = cache::PageCache::new(
+        settings.page_cache_bytes,
+        settings
             .page_cache_dir
             .as_ref()
             .map(|dir| dir.join(&page_fingerprint)),
-        max_builds: settings.max_concurrent_builds as usize,
-        build_wait: Duration::from_millis(settings.build_wait_ms),
-    });
+    );
     let metrics = Arc::new(metrics::Metrics::default());
     Ok(AppState::new(http::App {
         store,
@@ -126,6 +124,10 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
             max_records: settings.api_max_records as usize,
         },
         cache,
+        build_slots: render::BuildSlots::new(
+            settings.max_concurrent_builds as usize,
+            Duration::from_millis(settings.build_wait_ms),
+        ),
         summaries: Arc::new(summaries::Summaries::new(Duration::from_millis(
             settings.summary_max_age_ms,
         ))),

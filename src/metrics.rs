@@ -11,9 +11,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::cache::{PageCache, Source};
-use crate::store::Store;
-
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: &'static str,
@@ -187,12 +184,9 @@ impl Metrics {
         self.rows_left_out.inc_by(left_out);
     }
 
-    pub fn page_served(&self, source: Source) {
-        let source = match source {
-            Source::Memory => "memory",
-            Source::Disk => "disk",
-            Source::Built => "built",
-        };
+    /// A compressed page was answered, its bytes from `source` (a
+    /// [`Source`](crate::cache::Source)'s label).
+    pub fn page_served(&self, source: &'static str) {
         self.pages_served
             .get_or_create(&SourceLabels { source })
             .inc();
@@ -228,32 +222,37 @@ impl Metrics {
             .inc();
     }
 
-    /// The metrics in text form, with the gauges read now. A database that
-    /// does not answer leaves the skipped-rows gauges as last read.
-    pub async fn render(&self, store: &Store, cache: &PageCache) -> String {
+    /// The metrics in text form, with `gauges` as read now.
+    pub fn render(&self, gauges: Gauges) -> String {
         self.page_cache_bytes
-            .set(i64::try_from(cache.memory_bytes()).unwrap_or(i64::MAX));
-        let pool = store.pool();
-        let (size, idle) = (i64::from(pool.size()), pool.num_idle() as i64);
+            .set(i64::try_from(gauges.page_cache_bytes).unwrap_or(i64::MAX));
         self.pool
             .get_or_create(&PoolLabels { state: "idle" })
-            .set(idle);
+            .set(gauges.pool_idle);
         self.pool
             .get_or_create(&PoolLabels { state: "in_use" })
-            .set(size - idle);
-        let counted = tokio::time::timeout(Duration::from_secs(2), store.skipped_counts()).await;
-        if let Ok(Ok(counts)) = counted {
-            for (site, count) in counts {
-                self.skipped_rows
-                    .get_or_create(&SiteLabels { site })
-                    .set(count);
-            }
+            .set(gauges.pool_size - gauges.pool_idle);
+        for (site, count) in gauges.skipped_rows.into_iter().flatten() {
+            self.skipped_rows
+                .get_or_create(&SiteLabels { site })
+                .set(count);
         }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String");
         text
     }
+}
+
+/// What the metrics read from elsewhere when scraped.
+#[derive(Debug, Default)]
+pub struct Gauges {
+    pub page_cache_bytes: u64,
+    pub pool_size: i64,
+    pub pool_idle: i64,
+    /// Rows left out per site; `None` keeps them as last read (the database
+    /// did not answer in time).
+    pub skipped_rows: Option<Vec<(String, i64)>>,
 }
 
 fn tier(overflow: bool) -> TierLabels {

@@ -8,10 +8,11 @@
 //! `.xml` is inflated from its gzip as the client reads it).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::codec::{CHUNK_BYTES, Codec, Sink};
 use crate::metrics::Metrics;
@@ -22,6 +23,9 @@ use crate::store::Store;
 /// Why a page could not be (completely) rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// Every build slot stayed busy for the configured wait: shed.
+    #[error("too many pages being built: shed")]
+    Overloaded,
     #[error("reading the page's rows: {0}")]
     Database(#[from] crate::store::Error),
     #[error(transparent)]
@@ -57,23 +61,50 @@ pub struct Renderer {
     pub options: RenderOptions,
     pub skips: Arc<SkipLog>,
     pub metrics: Arc<Metrics>,
+    pub slots: BuildSlots,
+}
+
+/// At most this many pages are built at once. A build that cannot get a
+/// slot within the wait is shed (`503` with `Retry-After`), while cached
+/// pages and `304`s keep flowing: load is shed where it costs database time.
+#[derive(Debug, Clone)]
+pub struct BuildSlots {
+    slots: Arc<Semaphore>,
+    wait: Duration,
+}
+
+impl BuildSlots {
+    pub fn new(max_builds: usize, wait: Duration) -> BuildSlots {
+        BuildSlots {
+            slots: Arc::new(Semaphore::new(max_builds.max(1))),
+            wait,
+        }
+    }
+
+    async fn take(&self) -> Result<OwnedSemaphorePermit, RenderError> {
+        tokio::time::timeout(self.wait, self.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| RenderError::Overloaded)?
+            .map_err(|_| RenderError::Overloaded)
+    }
 }
 
 /// Renders a whole page into memory, for the page cache: its compressor's
-/// chunks as they came. The build slot is held until the page is read and
-/// written. A page is built whole before any byte of it is sent, so a
+/// chunks as they came. A build slot is held while the page's rows are read
+/// and written. A page is built whole before any byte of it is sent, so a
 /// failure part-way is a clean `503`, never a cut-short sitemap.
 pub async fn build_page(
     renderer: Renderer,
     request: PageRequest,
-    slot: OwnedSemaphorePermit,
 ) -> Result<Arc<[Bytes]>, RenderError> {
     let Renderer {
         store,
         options,
         skips,
         metrics,
+        slots,
     } = renderer;
+    let slot = slots.take().await?;
     let started = std::time::Instant::now();
     let (mut rows_read, mut left_out) = (0, 0);
     let mut chunks = Vec::new();

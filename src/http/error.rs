@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::cache::CacheError;
 use crate::render::RenderError;
 use crate::store;
 
@@ -23,7 +22,7 @@ pub enum HttpError {
     #[error(transparent)]
     Store(#[from] store::Error),
     #[error(transparent)]
-    Render(#[from] RenderError),
+    Render(RenderError),
     /// A read or build that failed for several waiting requests at once.
     #[error("{0}")]
     Shared(String),
@@ -86,23 +85,23 @@ impl Problem {
     }
 }
 
-impl From<CacheError> for HttpError {
-    fn from(error: CacheError) -> Self {
+impl From<RenderError> for HttpError {
+    fn from(error: RenderError) -> Self {
         match error {
-            CacheError::Overloaded => HttpError::Overloaded,
-            CacheError::Build(error) => HttpError::Render(error),
+            RenderError::Overloaded => HttpError::Overloaded,
+            error => HttpError::Render(error),
         }
     }
 }
 
-impl From<std::sync::Arc<CacheError>> for HttpError {
-    fn from(error: std::sync::Arc<CacheError>) -> Self {
+impl From<std::sync::Arc<RenderError>> for HttpError {
+    fn from(error: std::sync::Arc<RenderError>) -> Self {
         // Shared by every request that waited for the same build.
         match std::sync::Arc::try_unwrap(error) {
             Ok(error) => error.into(),
             Err(shared) => match &*shared {
-                CacheError::Overloaded => HttpError::Overloaded,
-                CacheError::Build(error) => HttpError::Shared(error.to_string()),
+                RenderError::Overloaded => HttpError::Overloaded,
+                error => HttpError::Shared(error.to_string()),
             },
         }
     }

@@ -59,6 +59,8 @@ pub struct App {
     pub shutdown_grace: std::time::Duration,
     pub api: api::ApiSettings,
     pub cache: crate::cache::PageCache,
+    /// Bounds how many pages are built at once.
+    pub build_slots: crate::render::BuildSlots,
     /// What response bodies in flight hold, within `response_memory_bytes`.
     pub bodies: Arc<bodies::BodyBudget>,
     /// The page summaries, kept between writes.
@@ -77,6 +79,7 @@ impl App {
             options: self.render,
             skips: self.skips.clone(),
             metrics: self.metrics.clone(),
+            slots: self.build_slots.clone(),
         }
     }
 }
@@ -207,7 +210,18 @@ async fn too_many_connections(State(state): State<AppState>) -> Response {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let text = state.metrics.render(&state.store, &state.cache).await;
+    let pool = state.store.pool();
+    let skipped = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        state.store.skipped_counts(),
+    )
+    .await;
+    let text = state.metrics.render(crate::metrics::Gauges {
+        page_cache_bytes: state.cache.memory_bytes(),
+        pool_size: i64::from(pool.size()),
+        pool_idle: pool.num_idle() as i64,
+        skipped_rows: skipped.ok().and_then(Result::ok),
+    });
     let content_type =
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
     ([(header::CONTENT_TYPE, content_type)], text).into_response()

@@ -210,7 +210,7 @@ async fn page(
             version: summary.lastmod,
         };
         let (body, source) = cached_page(state, key, route).await?;
-        state.metrics.page_served(source);
+        state.metrics.page_served(source.label());
         if codec == Codec::Identity {
             let held = state.bodies.reserve(INFLATE_HOLD_BYTES, Some(&body))?;
             let inflated = Inflated::new(body, held).counted(state.metrics.clone(), route);
@@ -254,10 +254,7 @@ pub async fn cached_page(
                 codec: key.codec,
                 route,
             };
-            async move {
-                let slot = state.cache.build_slot().await?;
-                Ok(build_page(state.renderer(), request, slot).await?)
-            }
+            build_page(state.renderer(), request)
         })
         .await?)
 }
