@@ -17,7 +17,8 @@ use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 use url::Url;
 
-use crate::sitemap::{self, name::is_section_slug};
+use crate::sitemap::name::{SLUG_RULE, is_section_slug};
+use crate::sitemap::{self, web_url_problem};
 use crate::tokens::Tokens;
 
 const DEFAULTS: &str = include_str!("../config/default.toml");
@@ -378,9 +379,6 @@ impl Settings {
     }
 }
 
-const SLUG_RULE: &str =
-    "lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64";
-
 fn site(
     name: &str,
     key: &'static str,
@@ -395,19 +393,13 @@ fn site(
         expected: expected.to_owned(),
     };
     let url = Url::parse(base_url).map_err(|e| invalid(&format!("an absolute URL ({e})")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("an http:// or https:// URL"));
+    if let Some(rule) = web_url_problem(&url) {
+        return Err(invalid(rule));
     }
-    let Some(host) = url.host_str() else {
-        return Err(invalid("a URL with a host"));
-    };
-    if url.query().is_some()
-        || url.fragment().is_some()
-        || !url.username().is_empty()
-        || url.password().is_some()
-    {
-        return Err(invalid("a URL without query, fragment or credentials"));
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("a URL without query or fragment"));
     }
+    let host = url.host_str().unwrap_or_default();
     let mut path_prefix = url.path().to_owned();
     if !path_prefix.ends_with('/') {
         path_prefix.push('/');

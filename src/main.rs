@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sitemapd::config::Settings;
-use sitemapd::sitemap::name::is_section_slug;
+use sitemapd::sitemap::name::parse_slug;
 use sitemapd::store::Store;
 use std::process::ExitCode;
 
-use sitemapd::ingest::formats::{Format, Input};
+use sitemapd::ingest::formats::Input;
 use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
 use tokio::net::TcpListener;
 
@@ -48,29 +48,8 @@ enum Command {
     Import {
         /// The file, or - for standard input (gzip is recognised).
         file: String,
-        /// jsonl, csv (with a header row) or sitemap (.xml/.xml.gz, a
-        /// sitemap or a sitemap index whose children sit beside it).
-        #[arg(long)]
-        format: Format,
-        /// Site of records that name none (default: the primary site).
-        #[arg(long)]
-        site: Option<String>,
-        /// Section of records that name none (default: the default section).
-        #[arg(long, value_parser = parse_section)]
-        section: Option<String>,
-        /// Validate and report what would change; write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Make the section hold exactly the file's URLs: its rows absent
-        /// from the file are deleted, in the same transaction.
-        #[arg(long)]
-        replace: bool,
-        /// Write the valid records even if some are invalid.
-        #[arg(long)]
-        skip_invalid: bool,
-        /// Rejected records reported in detail (all are counted).
-        #[arg(long, default_value_t = 100)]
-        max_errors: usize,
+        #[command(flatten)]
+        options: ImportOptions,
     },
     /// Exit 0 if the service on `listen` answers its /healthz (for container
     /// health checks, which may have no shell or curl).
@@ -87,17 +66,9 @@ enum Command {
         #[arg(long)]
         site: Option<String>,
         /// Sections to spread them over, comma-separated (default section if none).
-        #[arg(long, value_delimiter = ',', value_parser = parse_section)]
+        #[arg(long, value_delimiter = ',', value_parser = parse_slug)]
         sections: Vec<String>,
     },
-}
-
-fn parse_section(s: &str) -> Result<String, String> {
-    if is_section_slug(s) {
-        Ok(s.to_owned())
-    } else {
-        Err("a section is a slug: lower-case letters, digits, '_' and '-', at most 64".to_owned())
-    }
 }
 
 #[tokio::main]
@@ -137,30 +108,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "Add the hash to api_token_hashes; send the token as Authorization: Bearer <token>."
             );
         }
-        Command::Import {
-            file,
-            format,
-            site,
-            section,
-            dry_run,
-            replace,
-            skip_invalid,
-            max_errors,
-        } => {
+        Command::Import { file, options } => {
             let (store, state) = connect(&settings).await?;
             let input = if file == "-" {
                 Input::Stdin
             } else {
                 Input::File(file.into())
-            };
-            let options = ImportOptions {
-                format,
-                site,
-                section,
-                dry_run,
-                replace,
-                skip_invalid,
-                max_reported: max_errors,
             };
             let report = import(
                 &store,

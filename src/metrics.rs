@@ -261,20 +261,29 @@ fn tier(overflow: bool) -> TierLabels {
     }
 }
 
-/// The route template a request path belongs to, as a metrics label: a
-/// handful of values, never the raw path.
+/// Route templates: the one set of labels that logs and metrics both use.
+pub mod routes {
+    pub const INDEX: &str = "/sitemap_index.xml";
+    pub const PAGE_GZ: &str = "/sitemap-{n}.xml.gz";
+    pub const PAGE_XML: &str = "/sitemap-{n}.xml";
+    pub const ROBOTS: &str = "/robots.txt";
+    pub const STYLESHEET: &str = "/sitemap.xsl";
+}
+
+/// The route template a request path belongs to, as a label: a handful of
+/// values, never the raw path.
 pub fn route_of(path: &str) -> &'static str {
     let file = path.rsplit('/').next().unwrap_or_default();
     match path {
         "/healthz" => "/healthz",
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
-        "/robots.txt" => "/robots.txt",
+        routes::ROBOTS => routes::ROBOTS,
         _ if path.starts_with("/api/v1/") => "/api/v1",
-        _ if file == "sitemap.xsl" => "/sitemap.xsl",
-        _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => "/sitemap_index.xml",
-        _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => "/sitemap-{n}.xml.gz",
-        _ if file.starts_with("sitemap-") && file.ends_with(".xml") => "/sitemap-{n}.xml",
+        _ if file == "sitemap.xsl" => routes::STYLESHEET,
+        _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => routes::INDEX,
+        _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => routes::PAGE_GZ,
+        _ if file.starts_with("sitemap-") && file.ends_with(".xml") => routes::PAGE_XML,
         _ => "other",
     }
 }

@@ -16,6 +16,7 @@ use time::OffsetDateTime;
 use crate::cache::PageKey;
 use crate::codec::Codec;
 use crate::http::{AppState, cached_page};
+use crate::metrics::routes;
 
 /// Pages rebuilt per round at most: enough for ordinary writes, bounded for
 /// bulk ones (whose pages are then built on first request).
@@ -54,7 +55,7 @@ pub async fn run(state: AppState, interval: Duration) {
                     codec: Codec::Gzip,
                     version: page.lastmod,
                 };
-                if let Err(error) = cached_page(&state, key, "/sitemap-{n}.xml.gz").await {
+                if let Err(error) = cached_page(&state, key, routes::PAGE_GZ).await {
                     tracing::debug!(%error, "warm-up: page not built");
                 }
             }

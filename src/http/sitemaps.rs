@@ -18,6 +18,7 @@ use super::{AppState, HttpError};
 use crate::cache::{Chunks, PageKey, Source, total_len};
 use crate::codec::{Codec, compress};
 use crate::config::Site;
+use crate::metrics::{route_of, routes};
 use crate::render::{PageRequest, build_page};
 use crate::sitemap::name::{index_file_name, parse_index_part};
 use crate::sitemap::{Encoding, IndexWriter, PageName};
@@ -45,9 +46,8 @@ pub async fn dispatch(
         return Err(HttpError::MethodNotAllowed);
     }
     let host = request_host(&headers, &uri);
-    let span = tracing::Span::current();
-    if uri.path() == "/robots.txt" {
-        span.record("route", "/robots.txt");
+    tracing::Span::current().record("route", route_of(uri.path()));
+    if uri.path() == routes::ROBOTS {
         return robots(&state, host.as_deref(), &headers).await;
     }
     let routed = state
@@ -55,15 +55,12 @@ pub async fn dispatch(
         .route(host.as_deref(), uri.path())
         .ok_or(HttpError::NotFound)?;
     if routed.file == "sitemap.xsl" {
-        span.record("route", "/sitemap.xsl");
         return Ok(stylesheet(&state, &headers));
     }
     if let Some(part) = parse_index_part(routed.file) {
-        span.record("route", "/sitemap_index[-{n}].xml");
         return index(&state, routed.site, part, &headers).await;
     }
     let (name, encoding) = PageName::parse(routed.file).ok_or(HttpError::NotFound)?;
-    span.record("route", "/sitemap-{section}-{n}.xml[.gz]");
     page(&state, routed.site, name, encoding, &method, &headers).await
 }
 
@@ -120,7 +117,7 @@ async fn index(
     let body = Bytes::from(
         compress(codec, state.render.gzip_level, out).map_err(crate::render::RenderError::from)?,
     );
-    state.metrics.body_bytes("/sitemap_index.xml", body.len());
+    state.metrics.body_bytes(routes::INDEX, body.len());
     let length = body.len();
     let held = state.bodies.reserve(length as u64, None)?;
     let body = HeldChunks::new(Chunks::from([body]), held);
@@ -185,8 +182,8 @@ async fn page(
         (X_ROBOTS_TAG, NOINDEX),
     ];
     let route = match encoding {
-        Encoding::Gzip => "/sitemap-{n}.xml.gz",
-        Encoding::Plain => "/sitemap-{n}.xml",
+        Encoding::Gzip => routes::PAGE_GZ,
+        Encoding::Plain => routes::PAGE_XML,
     };
     let mut response = if method == Method::HEAD {
         // Framed like the GET (streamed, length unknown), without reading rows.
@@ -306,7 +303,7 @@ async fn robots(
     }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
     let body = robots_txt(operator, &lines);
-    state.metrics.body_bytes("/robots.txt", body.len());
+    state.metrics.body_bytes(routes::ROBOTS, body.len());
     let validators = Validators::new(u128::from(crc32fast::hash(body.as_bytes())), "robots", None);
     if validators.client_is_current(request) {
         return Ok(validators.not_modified(state.cache_max_age, None));

@@ -21,6 +21,7 @@ use super::formats::{self, Format, Input, Position, ReadError};
 use super::sort::{KeySorter, RUN_BYTES, sort_in_memory};
 use super::validate::{FieldError, Record, Validator};
 use crate::config::Site;
+use crate::sitemap::name::parse_slug;
 use crate::store::{self, ImportCounts, Store};
 
 /// Rows per batch sent to the database.
@@ -28,20 +29,31 @@ const BATCH_ROWS: usize = 10_000;
 /// Batches waiting for the database at most: the bound on memory.
 const BATCHES_IN_FLIGHT: usize = 4;
 
-#[derive(Debug, Clone)]
+/// How an import reads and writes; also `sitemapd import`'s options.
+#[derive(Debug, Clone, clap::Args)]
 pub struct ImportOptions {
+    /// jsonl, csv (with a header row) or sitemap (.xml/.xml.gz, a sitemap or
+    /// a sitemap index whose children sit beside it).
+    #[arg(long)]
     pub format: Format,
     /// Site of records that name none (default: the primary site).
+    #[arg(long)]
     pub site: Option<String>,
     /// Section of records that name none (default: the default section).
+    #[arg(long, value_parser = parse_slug)]
     pub section: Option<String>,
-    /// Validate and count what would change, write nothing.
+    /// Validate and report what would change; write nothing.
+    #[arg(long)]
     pub dry_run: bool,
-    /// Make the (site, section) hold exactly the file's URLs.
+    /// Make the section hold exactly the file's URLs: its rows absent from
+    /// the file are deleted, in the same transaction.
+    #[arg(long)]
     pub replace: bool,
-    /// Write the valid records even when some are invalid.
+    /// Write the valid records even if some are invalid.
+    #[arg(long)]
     pub skip_invalid: bool,
-    /// Invalid records reported in detail (all are counted).
+    /// Rejected records reported in detail (all are counted).
+    #[arg(long = "max-errors", value_name = "N", default_value_t = 100)]
     pub max_reported: usize,
 }
 

@@ -17,19 +17,15 @@ use url::Url;
 
 use crate::config::Site;
 use crate::quote::truncated;
-use crate::sitemap::name::is_section_slug;
+use crate::sitemap::name::{SLUG_RULE, is_section_slug};
 use crate::sitemap::writer::MAX_LOC_CHARS;
+use crate::sitemap::{CHANGEFREQS, web_url_problem};
 
 /// How far in the future a lastmod may be, for clocks that disagree a little.
 pub const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
 
 /// Values quoted in errors are cut to this many characters.
 pub const QUOTE_CHARS: usize = 100;
-
-/// The seven `<changefreq>` values of the protocol.
-pub const CHANGEFREQS: [&str; 7] = [
-    "always", "hourly", "daily", "weekly", "monthly", "yearly", "never",
-];
 
 /// A record as it arrives: every field optional text, checked by
 /// [`Validator::validate`].
@@ -118,11 +114,7 @@ impl<'a> Validator<'a> {
         }
         let section = raw.section.as_deref().unwrap_or(self.default_section);
         if !section.is_empty() && !is_section_slug(section) {
-            errors.push(error(
-                "section",
-                section,
-                "a slug: lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64".into(),
-            ));
+            errors.push(error("section", section, format!("a slug: {SLUG_RULE}")));
         }
         let loc = match raw.loc.as_deref() {
             None | Some("") => {
@@ -192,14 +184,8 @@ fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
         ));
     }
     let url = Url::parse(loc).map_err(|e| format!("an absolute URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err("an http:// or https:// URL".into());
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err("a URL with a host".into());
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("a URL without credentials".into());
+    if let Some(rule) = web_url_problem(&url) {
+        return Err(rule.into());
     }
     if url.fragment().is_some() {
         return Err("a URL without #fragment (crawlers drop it)".into());

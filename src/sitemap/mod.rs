@@ -10,6 +10,27 @@ pub mod writer;
 pub use name::{Encoding, PageName};
 pub use writer::{IndexWriter, LimitExceeded, SkipReason, UrlEntry, UrlsetWriter};
 
+/// The seven `<changefreq>` values of the protocol (the schema's CHECK
+/// repeats them; a test keeps the two equal).
+pub const CHANGEFREQS: [&str; 7] = [
+    "always", "hourly", "daily", "weekly", "monthly", "yearly", "never",
+];
+
+/// What a URL a sitemap names, or a site's base URL, must be: absolute
+/// http(s), with a host, without credentials (crawlers refuse the rest).
+/// The first rule `url` breaks, if any.
+pub fn web_url_problem(url: &url::Url) -> Option<&'static str> {
+    if !matches!(url.scheme(), "http" | "https") {
+        Some("an http:// or https:// URL")
+    } else if url.host_str().is_none_or(str::is_empty) {
+        Some("a URL with a host")
+    } else if !url.username().is_empty() || url.password().is_some() {
+        Some("a URL without credentials")
+    } else {
+        None
+    }
+}
+
 /// At most this many URLs in one sitemap (sitemaps.org, "Sitemap index files").
 pub const PROTOCOL_MAX_URLS: u32 = 50_000;
 

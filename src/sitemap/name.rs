@@ -99,8 +99,13 @@ pub fn index_file_name(part: usize) -> String {
     }
 }
 
+/// The slug rule in words, for every message that refuses a name.
+pub const SLUG_RULE: &str =
+    "lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64";
+
 /// Whether `s` is a slug as the schema defines site and section names:
-/// `^[a-z0-9][a-z0-9_-]{0,63}$`.
+/// `^[a-z0-9][a-z0-9_-]{0,63}$` ([`SLUG_RULE`]; a test keeps the schema's
+/// CHECK in agreement).
 pub fn is_section_slug(s: &str) -> bool {
     let bytes = s.as_bytes();
     !bytes.is_empty()
@@ -109,6 +114,15 @@ pub fn is_section_slug(s: &str) -> bool {
         && bytes
             .iter()
             .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
+}
+
+/// `s` if it is a slug, else a message with the rule (for command lines).
+pub fn parse_slug(s: &str) -> Result<String, String> {
+    if is_section_slug(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("a slug: {SLUG_RULE}"))
+    }
 }
 
 fn parse_page_number(s: &str) -> Option<i32> {

@@ -39,10 +39,6 @@ pub const MAX_LOC_CHARS: usize = 2048;
 /// percent-encoded to 12 bytes.
 pub const MAX_ENTRY_BYTES: usize = ENTRY_OVERHEAD + MAX_LOC_CHARS * 12;
 
-const CHANGEFREQS: [&str; 7] = [
-    "always", "hourly", "daily", "weekly", "monthly", "yearly", "never",
-];
-
 /// One `<url>` of a page.
 #[derive(Debug, Clone, Copy)]
 pub struct UrlEntry<'a> {
@@ -264,7 +260,7 @@ fn write_entry(out: &mut Vec<u8>, entry: &UrlEntry<'_>) -> Result<(), SkipReason
     {
         out.extend_from_slice(b"</lastmod>");
     }
-    if let Some(changefreq) = entry.changefreq.filter(|c| CHANGEFREQS.contains(c)) {
+    if let Some(changefreq) = entry.changefreq.filter(|c| super::CHANGEFREQS.contains(c)) {
         out.extend_from_slice(b"<changefreq>");
         out.extend_from_slice(changefreq.as_bytes());
         out.extend_from_slice(b"</changefreq>");

@@ -213,6 +213,7 @@ impl TestApp {
         (self.check_urlset(&xml), xml)
     }
 
+    #[track_caller]
     fn check_urlset(&self, xml: &[u8]) -> Page {
         assert_valid(xml, Schema::Urlset);
         let urlset: Urlset = parse_xml(xml);
@@ -320,6 +321,7 @@ pub fn binary(pool: &PgPool) -> Command {
     command
 }
 
+#[track_caller]
 pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
     response
         .headers()
@@ -329,6 +331,7 @@ pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
         .expect("ASCII header")
 }
 
+#[track_caller]
 pub fn gunzip(gz: &[u8]) -> Vec<u8> {
     let mut xml = Vec::new();
     GzDecoder::new(gz)
@@ -369,6 +372,7 @@ pub struct IndexEntry {
     pub lastmod: String,
 }
 
+#[track_caller]
 fn parse_xml<T: for<'de> Deserialize<'de>>(xml: &[u8]) -> T {
     let text = std::str::from_utf8(xml).expect("documents are UTF-8");
     quick_xml::de::from_str(text)
@@ -387,6 +391,7 @@ pub enum Schema {
 
 /// Validates with `xmllint --schema` against the sitemaps.org schemas kept
 /// in `tests/fixtures/xsd`.
+#[track_caller]
 pub fn assert_valid(xml: &[u8], schema: Schema) {
     let xsd = match schema {
         Schema::Urlset => "sitemap.xsd",
@@ -398,10 +403,12 @@ pub fn assert_valid(xml: &[u8], schema: Schema) {
     xmllint(xml, &["--schema", xsd.to_str().expect("UTF-8 path")]);
 }
 
+#[track_caller]
 pub fn assert_well_formed(xml: &[u8]) {
     xmllint(xml, &[]);
 }
 
+#[track_caller]
 fn xmllint(xml: &[u8], args: &[&str]) {
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), xml).expect("write document");

@@ -1,5 +1,7 @@
 //! The data contract: what the schema admits, and the bookkeeping it keeps.
 
+use sitemapd::sitemap::CHANGEFREQS;
+use sitemapd::sitemap::name::is_section_slug;
 use sitemapd::sitemap::writer::entry_bytes;
 use sqlx::PgPool;
 
@@ -28,6 +30,40 @@ async fn the_schema_and_the_writer_agree_on_entry_sizes(pool: PgPool) {
             .await
             .expect("size");
         assert_eq!(sql as usize, entry_bytes(loc), "{loc}");
+    }
+}
+
+/// Whether the schema stores a row with these values.
+async fn accepted(pool: &PgPool, section: &str, changefreq: &str) -> bool {
+    sqlx::query("INSERT INTO sitemap_urls (section, loc, changefreq) VALUES ($1, $2, $3)")
+        .bind(section)
+        .bind(format!("{BASE_URL}{section}/{changefreq}"))
+        .bind(changefreq)
+        .execute(pool)
+        .await
+        .is_ok()
+}
+
+#[sqlx::test]
+async fn the_schema_and_the_service_share_the_slug_and_changefreq_rules(pool: PgPool) {
+    TestApp::spawn(pool.clone()).await;
+    for changefreq in CHANGEFREQS {
+        assert!(accepted(&pool, "", changefreq).await, "{changefreq}");
+    }
+    for other in ["Daily", "sometimes", "", "daily "] {
+        assert!(!accepted(&pool, "", other).await, "{other:?}");
+    }
+    let longest = "a".repeat(64);
+    let too_long = "a".repeat(65);
+    for section in [
+        "blog", "a", "0-9", "a_b-c", &longest, &too_long, "-a", "_a", "Blog", "a b", "a.b", "é",
+        "a/b",
+    ] {
+        assert_eq!(
+            accepted(&pool, section, "daily").await,
+            is_section_slug(section),
+            "{section:?}"
+        );
     }
 }
 
