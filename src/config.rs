@@ -109,6 +109,49 @@ pub struct Settings {
     pub response_memory_bytes: u64,
 }
 
+/// The settings, checked once, with what they describe parsed: what the
+/// rest of the service takes.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub settings: Settings,
+    /// Every configured site, the primary one first.
+    pub sites: Vec<Site>,
+    /// The write API's tokens (none: the API is off).
+    pub tokens: Tokens,
+}
+
+impl Config {
+    /// Loads the layers (see [`Settings::load`]) and checks them.
+    pub fn load(file: Option<&Path>) -> Result<Config, Error> {
+        Config::new(Settings::load(file)?)
+    }
+
+    /// Checks `settings` and parses the sites and tokens they describe.
+    pub fn new(settings: Settings) -> Result<Config, Error> {
+        settings.validate()?;
+        let sites = settings.sites()?;
+        let tokens =
+            Tokens::from_hashes(&settings.api_token_hashes).map_err(|hash| Error::Invalid {
+                key: "api_token_hashes",
+                value: hash,
+                expected:
+                    "digests as `sitemapd token` prints them: sha256: and 64 lower-case hex digits"
+                        .into(),
+            })?;
+        Ok(Config {
+            settings,
+            sites,
+            tokens,
+        })
+    }
+
+    /// The primary site (`site`, `base_url`): the default of records and
+    /// commands that name none.
+    pub fn primary_site(&self) -> &Site {
+        &self.sites[0]
+    }
+}
+
 /// One more site, beside the primary one.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -179,7 +222,8 @@ pub struct Site {
 }
 
 impl Settings {
-    /// Loads the layers (defaults, `file` if given, environment) and validates.
+    /// Loads the layers (defaults, `file` if given, environment), unchecked:
+    /// [`Config::new`] checks them.
     pub fn load(file: Option<&Path>) -> Result<Settings, Error> {
         let mut figment = Figment::from(Toml::string(DEFAULTS));
         if let Some(file) = file {
@@ -202,13 +246,11 @@ impl Settings {
     }
 
     fn from_figment(figment: Figment) -> Result<Settings, Error> {
-        let settings: Settings = figment.extract().map_err(|e| Error::Load(Box::new(e)))?;
-        settings.validate()?;
-        Ok(settings)
+        figment.extract().map_err(|e| Error::Load(Box::new(e)))
     }
 
     /// Checks every value whose type alone does not make it valid.
-    pub fn validate(&self) -> Result<(), Error> {
+    fn validate(&self) -> Result<(), Error> {
         let invalid = |key, value: &dyn fmt::Display, expected: String| Error::Invalid {
             key,
             value: value.to_string(),
@@ -217,7 +259,6 @@ impl Settings {
         if !is_section_slug(&self.site) {
             return Err(invalid("site", &self.site, format!("a slug: {SLUG_RULE}")));
         }
-        self.sites()?;
         if !(1..=sitemap::PROTOCOL_MAX_URLS).contains(&self.max_urls) {
             return Err(invalid(
                 "max_urls",
@@ -261,14 +302,6 @@ impl Settings {
                 "skip_report_interval_ms",
                 &self.skip_report_interval_ms,
                 "at least 1".into(),
-            ));
-        }
-        if let Err(hash) = Tokens::from_hashes(&self.api_token_hashes) {
-            return Err(invalid(
-                "api_token_hashes",
-                &hash,
-                "digests as `sitemapd token` prints them: sha256: and 64 lower-case hex digits"
-                    .into(),
             ));
         }
         if self.max_concurrent_builds == 0 {
@@ -326,7 +359,7 @@ impl Settings {
     /// Every configured site, the primary one first, each checked: names
     /// are slugs and distinct, base URLs valid, robots files readable, and no
     /// two sites that requests could not tell apart.
-    pub fn sites(&self) -> Result<Vec<Site>, Error> {
+    fn sites(&self) -> Result<Vec<Site>, Error> {
         let mut sites = vec![site(
             &self.site,
             "base_url",
@@ -437,10 +470,14 @@ mod tests {
 
     use super::*;
 
-    fn with(key: &str, value: impl serde::Serialize) -> Result<Settings, Error> {
-        Settings::from_figment(
+    fn with(key: &str, value: impl serde::Serialize) -> Result<Config, Error> {
+        Config::new(Settings::from_figment(
             Figment::from(Toml::string(DEFAULTS)).merge(Serialized::default(key, value)),
-        )
+        )?)
+    }
+
+    fn sites(settings: &Settings) -> Result<Vec<Site>, Error> {
+        Config::new(settings.clone()).map(|config| config.sites)
     }
 
     #[test]
@@ -451,7 +488,7 @@ mod tests {
             settings.database_url.expose(),
             "postgres://postgres@127.0.0.1:5432/sitemapd"
         );
-        let site = &settings.sites().expect("valid")[0];
+        let site = &sites(&settings).expect("valid")[0];
         assert_eq!(site.base_url, "http://localhost:8080/");
         assert_eq!(
             (site.origin.as_str(), site.path_prefix.as_str()),
@@ -463,8 +500,7 @@ mod tests {
     fn base_url_path_gets_a_trailing_slash_and_host_is_lowered() {
         let site = with("base_url", "https://Example.COM:443/shop")
             .expect("valid")
-            .sites()
-            .expect("valid")
+            .sites
             .remove(0);
         assert_eq!(site.base_url, "https://example.com/shop/");
         assert_eq!(site.path_prefix, "/shop/");
@@ -503,19 +539,19 @@ mod tests {
         std::fs::write(&file, "User-agent: *\nDisallow: /cart/\n").expect("write");
         let mut settings = Settings::defaults();
         settings.robots_file = Some(file.clone());
-        let site = settings.sites().expect("valid").remove(0);
+        let site = sites(&settings).expect("valid").remove(0);
         assert_eq!(
             site.robots_txt.as_deref(),
             Some("User-agent: *\nDisallow: /cart/\n")
         );
 
         settings.robots_txt = Some("User-agent: *".into());
-        let both = settings.sites().expect_err("text and file").to_string();
+        let both = sites(&settings).expect_err("text and file").to_string();
         assert!(both.contains("robots_txt or robots_file"), "{both}");
 
         settings.robots_txt = None;
         settings.robots_file = Some(dir.path().join("missing.txt"));
-        let missing = settings.sites().expect_err("missing file").to_string();
+        let missing = sites(&settings).expect_err("missing file").to_string();
         assert!(
             missing.contains("`robots_file`") && missing.contains("missing.txt"),
             "{missing}"

@@ -56,7 +56,7 @@ use tokio::net::TcpListener;
 
 pub use http::{AppState, router as build_app};
 
-use config::Settings;
+use config::Config;
 use render::RenderOptions;
 use skips::SkipLog;
 use store::Store;
@@ -65,24 +65,22 @@ use store::Store;
 /// answers scrapers and probes, not the public.
 const OPERATOR_CONNECTIONS: usize = 64;
 
-/// Why the service could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Config(#[from] config::Error),
-    #[error(transparent)]
-    Store(#[from] store::Error),
-}
-
-/// Applies the settings to the schema (page limits, the sites' base URLs) and
-/// builds the state the routes share.
-pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, StartError> {
-    let sites = settings.sites()?;
-    let store = store.with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms));
+/// Applies the configuration to the schema: page limits, the sites' base
+/// URLs. What every command that reads or writes rows does first.
+pub async fn apply_config(store: &Store, config: &Config) -> Result<(), store::Error> {
+    let settings = &config.settings;
     let entry_budget = settings.max_bytes - sitemap::DOCUMENT_RESERVE;
     store
-        .configure(&sites, settings.max_urls, entry_budget)
-        .await?;
+        .configure(&config.sites, settings.max_urls, entry_budget)
+        .await
+}
+
+/// Applies the configuration to the schema and builds the state the routes
+/// share.
+pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::Error> {
+    let settings = &config.settings;
+    let store = store.with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms));
+    apply_config(&store, config).await?;
     let page_fingerprint = http::page_fingerprint(settings);
     // Pages built under other settings are other bytes: kept apart.
     let cache = cache::PageCache::new(
@@ -95,7 +93,11 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
     let metrics = Arc::new(metrics::Metrics::default());
     Ok(AppState::new(http::App {
         store,
-        sites: http::Sites::new(sites, settings.strict_host, settings.proxy_strips_prefix),
+        sites: http::Sites::new(
+            config.sites.clone(),
+            settings.strict_host,
+            settings.proxy_strips_prefix,
+        ),
         cache_max_age: settings.cache_max_age_seconds,
         max_index_entries: settings.max_index_entries as usize,
         page_fingerprint,
@@ -113,13 +115,7 @@ pub async fn prepare(store: Store, settings: &Settings) -> Result<AppState, Star
         metrics_apart: settings.metrics_listen.is_some(),
         shutdown_grace: Duration::from_secs(settings.shutdown_grace_seconds),
         api: http::api::ApiSettings {
-            tokens: tokens::Tokens::from_hashes(&settings.api_token_hashes).map_err(|hash| {
-                config::Error::Invalid {
-                    key: "api_token_hashes",
-                    value: hash,
-                    expected: "sha256: and 64 lower-case hex digits".into(),
-                }
-            })?,
+            tokens: config.tokens.clone(),
             max_body_bytes: usize::try_from(settings.api_max_body_bytes).unwrap_or(usize::MAX),
             max_records: settings.api_max_records as usize,
         },

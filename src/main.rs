@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use sitemapd::config::Settings;
+use sitemapd::config::Config;
 use sitemapd::sitemap::name::parse_slug;
 use sitemapd::store::Store;
 use std::process::ExitCode;
@@ -83,14 +83,15 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let settings = Settings::load(cli.config.as_deref())?;
+    let config = Config::load(cli.config.as_deref())?;
+    let settings = &config.settings;
     sitemapd::telemetry::init(settings.log_format);
 
     match cli.command {
         Command::Robots => {
             // Sites with more pages than an index file lists have several:
             // the database says how many there are now.
-            let (_, state) = connect(&settings).await?;
+            let state = serving_state(&config).await?;
             for site in state.sites.all() {
                 let parts = sitemapd::http::index_parts(&state, site).await?;
                 for line in sitemapd::http::sitemap_lines(site, parts) {
@@ -109,20 +110,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
         }
         Command::Import { file, options } => {
-            let (store, state) = connect(&settings).await?;
+            let store = connect(&config).await?;
             let input = if file == "-" {
                 Input::Stdin
             } else {
                 Input::File(file.into())
             };
-            let report = import(
-                &store,
-                state.sites.all(),
-                input,
-                &options,
-                progress_reporter(),
-            )
-            .await?;
+            let report =
+                import(&store, &config.sites, input, &options, progress_reporter()).await?;
             print_report(&report, &options);
             if report.invalid > 0 {
                 return Ok(ExitCode::from(1));
@@ -130,7 +125,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Serve => {
             sitemapd::http::connections::raise_open_files_limit();
-            let (_, state) = connect(&settings).await?;
+            let state = serving_state(&config).await?;
             let metrics_listener = match settings.metrics_listen {
                 Some(address) => Some(
                     TcpListener::bind(address)
@@ -153,7 +148,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             sitemapd::serve(listener, metrics_listener, state, shutdown_signal()).await?;
         }
         Command::Migrate => {
-            connect(&settings).await?;
+            connect(&config).await?;
             tracing::info!("database migrated and configured");
         }
         Command::Demo {
@@ -161,11 +156,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             site,
             sections,
         } => {
-            let (store, state) = connect(&settings).await?;
-            let sites = state.sites.all();
+            let store = connect(&config).await?;
             let site = match site {
-                None => &sites[0],
-                Some(name) => sites
+                None => config.primary_site(),
+                Some(name) => config
+                    .sites
                     .iter()
                     .find(|s| s.name == name)
                     .with_context(|| format!("--site {name}: no such site in the configuration"))?,
@@ -257,15 +252,27 @@ async fn health(listen: std::net::SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Connects (creating the database if missing), migrates, and applies the
-/// configuration to the schema.
-async fn connect(settings: &Settings) -> anyhow::Result<(Store, sitemapd::AppState)> {
+/// Connects (creating the database if missing) and migrates.
+async fn open(config: &Config) -> anyhow::Result<Store> {
+    let settings = &config.settings;
     let store = Store::connect(settings)
         .await
         .with_context(|| format!("connecting to {}", settings.database_url.redacted()))?;
     store.migrate().await?;
-    let state = sitemapd::prepare(store.clone(), settings).await?;
-    Ok((store, state))
+    Ok(store)
+}
+
+/// The database, migrated, with the configuration applied to its schema.
+async fn connect(config: &Config) -> anyhow::Result<Store> {
+    let store = open(config).await?;
+    sitemapd::apply_config(&store, config).await?;
+    Ok(store)
+}
+
+/// What serving needs: the state the routes share, over the database with
+/// the configuration applied.
+async fn serving_state(config: &Config) -> anyhow::Result<sitemapd::AppState> {
+    Ok(sitemapd::prepare(open(config).await?, config).await?)
 }
 
 /// Resolves on Ctrl-C or SIGTERM (what container runtimes send).

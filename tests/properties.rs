@@ -40,7 +40,9 @@ fn config(cases: u32) -> Config {
 fn sites() -> Vec<Site> {
     let mut settings = Settings::defaults();
     settings.base_url = BASE_URL.into();
-    settings.sites().expect("valid site")
+    sitemapd::config::Config::new(settings)
+        .expect("valid site")
+        .sites
 }
 
 /// Paths near the page-name grammar, where the parser's edges are.

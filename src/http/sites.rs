@@ -39,6 +39,11 @@ impl Sites {
         &self.sites
     }
 
+    /// The primary site: the default of records that name none.
+    pub fn primary(&self) -> &Site {
+        &self.sites[0]
+    }
+
     /// The sites a request with this `Host` may reach: those on that host, or
     /// the only site when the host matches none and `strict_host` is off.
     pub fn on_host(&self, host: Option<&str>) -> Vec<&Site> {
@@ -47,7 +52,7 @@ impl Sites {
             None => Vec::new(),
         };
         if on_host.is_empty() && !self.strict_host && self.sites.len() == 1 {
-            return vec![&self.sites[0]];
+            return vec![self.primary()];
         }
         on_host
     }
@@ -143,7 +148,8 @@ mod tests {
             );
         }
         settings.proxy_strips_prefix = strips;
-        Sites::new(settings.sites().expect("valid sites"), strict, strips)
+        let config = crate::config::Config::new(settings).expect("valid sites");
+        Sites::new(config.sites, strict, strips)
     }
 
     fn routed(sites: &Sites, host: Option<&str>, path: &str) -> Option<(String, String)> {

@@ -324,7 +324,7 @@ mod tests {
                 robots_file: None,
             },
         );
-        settings.sites().expect("valid")
+        crate::config::Config::new(settings).expect("valid").sites
     }
 
     fn raw(loc: &str) -> RawRecord {

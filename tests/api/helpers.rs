@@ -9,7 +9,7 @@ use std::process::Command;
 
 use flate2::read::GzDecoder;
 use serde::Deserialize;
-use sitemapd::config::Settings;
+use sitemapd::config::{Config, Settings};
 use sitemapd::store::Store;
 use sitemapd::{AppState, skips};
 use sqlx::PgPool;
@@ -56,8 +56,8 @@ impl TestApp {
         // on every request; their tests keep them.
         settings.summary_max_age_ms = 0;
         configure(&mut settings);
-        settings.validate().expect("test settings are valid");
-        let state = sitemapd::prepare(store, &settings)
+        let config = Config::new(settings.clone()).expect("test settings are valid");
+        let state = sitemapd::prepare(store, &config)
             .await
             .expect("service prepares");
         let listener = TcpListener::bind("127.0.0.1:0")

@@ -363,7 +363,8 @@ async fn reads_go_to_the_read_replica_and_writes_to_the_primary(pool: PgPool) {
     replicated.migrate().await.expect("replica schema");
     let mut settings = sitemapd::config::Settings::defaults();
     settings.base_url = BASE_URL.into();
-    sitemapd::prepare(replicated, &settings)
+    let config = sitemapd::config::Config::new(settings).expect("valid");
+    sitemapd::apply_config(&replicated, &config)
         .await
         .expect("replica configured, as replication would have it");
     sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ($1)")

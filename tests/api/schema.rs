@@ -232,7 +232,9 @@ async fn the_validator_and_the_schema_agree_on_which_locs_a_site_serves(pool: Pg
 
     let mut settings = sitemapd::config::Settings::defaults();
     settings.base_url = "https://www.example.com/shop/".into();
-    let sites = settings.sites().expect("valid");
+    let sites = sitemapd::config::Config::new(settings)
+        .expect("valid")
+        .sites;
     let site = &sites[0];
     let validator = Validator::new(&sites, "default", "", time::OffsetDateTime::now_utc());
     for loc in [

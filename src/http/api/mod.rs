@@ -299,8 +299,12 @@ fn validate(
         Result<RawRecord, crate::ingest::validate::FieldError>,
     )>,
 ) -> Result<Vec<Record>, HttpError> {
-    let sites = state.sites.all();
-    let validator = Validator::new(sites, &sites[0].name, "", OffsetDateTime::now_utc());
+    let validator = Validator::new(
+        state.sites.all(),
+        &state.sites.primary().name,
+        "",
+        OffsetDateTime::now_utc(),
+    );
     batch::validate_all(&validator, elements).map_err(|rejected| invalid(&rejected).into())
 }
 
