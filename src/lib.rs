@@ -14,6 +14,8 @@
 //! - [`codec`] — the compressors: gzip files, and gzip, br or zstd on the wire.
 //! - [`summaries`] — the page summaries in memory between writes, dropped
 //!   when the database announces a change.
+//! - [`pages`] — the page service: summaries, cache and bounded builds,
+//!   below HTTP, which only adapts it.
 //! - [`cache`] — built pages by version, in memory and on disk; one build
 //!   per cold page, and a bound on builds at once.
 //! - [`http`] — routes (the sitemaps, and the write API under `/api/v1`),
@@ -36,6 +38,7 @@ pub mod demo;
 pub mod http;
 pub mod ingest;
 pub mod metrics;
+pub mod pages;
 pub mod quote;
 pub mod render;
 pub mod sitemap;
@@ -81,35 +84,49 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
     let settings = &config.settings;
     let store = store.with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms));
     apply_config(&store, config).await?;
-    let page_fingerprint = http::page_fingerprint(settings);
-    // Pages built under other settings are other bytes: kept apart.
-    let cache = cache::PageCache::new(
-        settings.page_cache_bytes,
-        settings
-            .page_cache_dir
-            .as_ref()
-            .map(|dir| dir.join(&page_fingerprint)),
-    );
+    let fingerprint = pages::fingerprint(settings);
     let metrics = Arc::new(metrics::Metrics::default());
+    let pages = pages::Pages {
+        renderer: render::Renderer {
+            store: store.clone(),
+            options: RenderOptions {
+                max_urls: settings.max_urls,
+                max_bytes: settings.max_bytes,
+                gzip_level: settings.gzip_level,
+                lastmod_fallback: settings.lastmod_fallback,
+            },
+            skips: Arc::new(SkipLog::default()),
+            metrics: metrics.clone(),
+            slots: render::BuildSlots::new(
+                settings.max_concurrent_builds as usize,
+                Duration::from_millis(settings.build_wait_ms),
+            ),
+        },
+        summaries: Arc::new(summaries::Summaries::new(Duration::from_millis(
+            settings.summary_max_age_ms,
+        ))),
+        // Pages built under other settings are other bytes: kept apart.
+        cache: cache::PageCache::new(
+            settings.page_cache_bytes,
+            settings
+                .page_cache_dir
+                .as_ref()
+                .map(|dir| dir.join(&fingerprint)),
+        ),
+        fingerprint,
+        max_index_entries: settings.max_index_entries as usize,
+    };
     Ok(AppState::new(http::App {
         store,
+        pages: Arc::new(pages),
         sites: http::Sites::new(
             config.sites.clone(),
             settings.strict_host,
             settings.proxy_strips_prefix,
         ),
         cache_max_age: settings.cache_max_age_seconds,
-        max_index_entries: settings.max_index_entries as usize,
-        page_fingerprint,
-        render: RenderOptions {
-            max_urls: settings.max_urls,
-            max_bytes: settings.max_bytes,
-            gzip_level: settings.gzip_level,
-            lastmod_fallback: settings.lastmod_fallback,
-        },
         retry_after: HeaderValue::from(settings.retry_after_seconds),
         skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
-        skips: Arc::new(SkipLog::default()),
         bodies: http::bodies::BodyBudget::new(settings.response_memory_bytes, metrics.clone()),
         metrics,
         metrics_apart: settings.metrics_listen.is_some(),
@@ -119,14 +136,6 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
             max_body_bytes: usize::try_from(settings.api_max_body_bytes).unwrap_or(usize::MAX),
             max_records: settings.api_max_records as usize,
         },
-        cache,
-        build_slots: render::BuildSlots::new(
-            settings.max_concurrent_builds as usize,
-            Duration::from_millis(settings.build_wait_ms),
-        ),
-        summaries: Arc::new(summaries::Summaries::new(Duration::from_millis(
-            settings.summary_max_age_ms,
-        ))),
         warm_up_interval: (settings.warm_up_interval_ms > 0)
             .then(|| Duration::from_millis(settings.warm_up_interval_ms)),
         connections: http::connections::Limits {
@@ -157,15 +166,19 @@ pub async fn serve(
         state.store.clone(),
         state.skip_report_interval,
     ));
-    let change_listener = (!state.summaries.is_disabled()).then(|| {
+    let change_listener = (!state.pages.summaries.is_disabled()).then(|| {
         tokio::spawn(summaries::listen(
             state.store.clone(),
-            state.summaries.clone(),
+            state.pages.summaries.clone(),
         ))
     });
-    let warm_up = state
-        .warm_up_interval
-        .map(|interval| tokio::spawn(warmup::run(state.clone(), interval)));
+    let warm_up = state.warm_up_interval.map(|interval| {
+        tokio::spawn(warmup::run(
+            state.pages.clone(),
+            state.sites.all().to_vec(),
+            interval,
+        ))
+    });
     let limits = state
         .connections
         .clone()

@@ -13,36 +13,39 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
+use std::sync::Arc;
+
 use crate::cache::PageKey;
 use crate::codec::Codec;
-use crate::http::{AppState, cached_page};
+use crate::config::Site;
 use crate::metrics::routes;
+use crate::pages::Pages;
 
 /// Pages rebuilt per round at most: enough for ordinary writes, bounded for
 /// bulk ones (whose pages are then built on first request).
 const PAGES_PER_ROUND: usize = 32;
 
 /// Runs until aborted.
-pub async fn run(state: AppState, interval: Duration) {
+pub async fn run(pages: Arc<Pages>, sites: Vec<Site>, interval: Duration) {
     let mut seen: HashMap<String, OffsetDateTime> = HashMap::new();
     let mut first_round = true;
     loop {
-        for site in state.sites.all() {
-            let pages = match state.store.index(&site.name).await {
-                Ok(pages) => pages,
+        for site in &sites {
+            let summaries = match pages.renderer.store.index(&site.name).await {
+                Ok(summaries) => summaries,
                 Err(error) => {
                     tracing::debug!(%error, "warm-up: summaries unavailable");
                     continue;
                 }
             };
             let since = seen.get(&site.name).copied();
-            if let Some(newest) = pages.iter().map(|p| p.lastmod).max() {
+            if let Some(newest) = summaries.iter().map(|p| p.lastmod).max() {
                 seen.insert(site.name.clone(), newest);
             }
             if first_round {
                 continue;
             }
-            let mut changed: Vec<_> = pages
+            let mut changed: Vec<_> = summaries
                 .into_iter()
                 .filter(|p| p.url_count > 0 && since.is_none_or(|since| p.lastmod > since))
                 .collect();
@@ -55,7 +58,7 @@ pub async fn run(state: AppState, interval: Duration) {
                     codec: Codec::Gzip,
                     version: page.lastmod,
                 };
-                if let Err(error) = cached_page(&state, key, routes::PAGE_GZ).await {
+                if let Err(error) = pages.cached(key, routes::PAGE_GZ).await {
                     tracing::debug!(%error, "warm-up: page not built");
                 }
             }

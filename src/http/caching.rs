@@ -86,18 +86,6 @@ fn cache_control(max_age: u32) -> HeaderValue {
         .expect("digits make a valid header")
 }
 
-/// A short, stable digest of whatever shapes a document's bytes besides its
-/// rows (settings, base URL, this build), for the ETag's variant part.
-pub fn fingerprint(parts: &[&str]) -> String {
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
-    for part in parts {
-        hasher.update(part.as_bytes());
-        hasher.update(&[0]);
-    }
-    format!("{:08x}", hasher.finalize())
-}
-
 #[cfg(test)]
 mod tests {
     use time::macros::datetime;

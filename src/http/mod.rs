@@ -24,12 +24,9 @@ use axum::routing::get;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use error::HttpError;
-pub use sitemaps::{cached_page, index_parts, sitemap_lines};
 pub use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};
-use crate::render::RenderOptions;
-use crate::skips::SkipLog;
 use crate::store::Store;
 
 /// What every handler shares; cheap to clone.
@@ -40,48 +37,26 @@ pub struct AppState(Arc<App>);
 pub struct App {
     pub store: Store,
     pub sites: Sites,
-    pub render: RenderOptions,
-    /// Digest of the settings that shape a page's bytes, for its ETag.
-    pub page_fingerprint: String,
+    /// The pages: summaries, cache and builds.
+    pub pages: Arc<crate::pages::Pages>,
     /// `Cache-Control: public, max-age=` of sitemap documents, in seconds.
     pub cache_max_age: u32,
-    /// Sitemaps listed per index file.
-    pub max_index_entries: usize,
     /// Sent with every `503`: when a crawler should come back.
     pub retry_after: HeaderValue,
     /// How often rows left out of the sitemaps are looked for and logged.
     pub skip_report_interval: std::time::Duration,
-    pub skips: Arc<SkipLog>,
     pub metrics: Arc<Metrics>,
     /// Whether `/metrics` has a listener of its own (else it is on the main one).
     pub metrics_apart: bool,
     /// How long in-flight responses may take to finish after shutdown begins.
     pub shutdown_grace: std::time::Duration,
     pub api: api::ApiSettings,
-    pub cache: crate::cache::PageCache,
-    /// Bounds how many pages are built at once.
-    pub build_slots: crate::render::BuildSlots,
     /// What response bodies in flight hold, within `response_memory_bytes`.
     pub bodies: Arc<bodies::BodyBudget>,
-    /// The page summaries, kept between writes.
-    pub summaries: Arc<crate::summaries::Summaries>,
     /// How often changed pages are rebuilt in the background; `None`: never.
     pub warm_up_interval: Option<std::time::Duration>,
     /// The clocks and caps of client connections.
     pub connections: connections::Limits,
-}
-
-impl App {
-    /// What a page build needs, for a task of its own.
-    pub fn renderer(&self) -> crate::render::Renderer {
-        crate::render::Renderer {
-            store: self.store.clone(),
-            options: self.render,
-            skips: self.skips.clone(),
-            metrics: self.metrics.clone(),
-            slots: self.build_slots.clone(),
-        }
-    }
 }
 
 impl AppState {
@@ -137,16 +112,6 @@ fn health_routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
-}
-
-/// What shapes a page's bytes besides its rows, digested for its ETag.
-pub fn page_fingerprint(settings: &crate::config::Settings) -> String {
-    caching::fingerprint(&[
-        &settings.gzip_level.to_string(),
-        &settings.lastmod_fallback.to_string(),
-        &settings.max_urls.to_string(),
-        &settings.max_bytes.to_string(),
-    ])
 }
 
 /// The operators' port (`metrics_listen`): `/metrics`, and the health
@@ -217,7 +182,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
     )
     .await;
     let text = state.metrics.render(crate::metrics::Gauges {
-        page_cache_bytes: state.cache.memory_bytes(),
+        page_cache_bytes: state.pages.cache.memory_bytes(),
         pool_size: i64::from(pool.size()),
         pool_idle: pool.num_idle() as i64,
         skipped_rows: skipped.ok().and_then(Result::ok),

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use time::OffsetDateTime;
 
 use super::bodies::{HeldChunks, INFLATE_HOLD_BYTES, Inflated};
-use super::caching::{Validators, fingerprint};
+use super::caching::Validators;
 use super::negotiate::negotiate;
 use super::sites::request_host;
 use super::{AppState, HttpError};
@@ -19,8 +19,8 @@ use crate::cache::{Chunks, PageKey, Source, total_len};
 use crate::codec::{Codec, compress};
 use crate::config::Site;
 use crate::metrics::{route_of, routes};
-use crate::render::{PageRequest, build_page};
-use crate::sitemap::name::{index_file_name, parse_index_part};
+use crate::pages::{digest, sitemap_lines};
+use crate::sitemap::name::parse_index_part;
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 
 const XML: HeaderValue = HeaderValue::from_static("application/xml; charset=utf-8");
@@ -77,10 +77,10 @@ async fn index(
     part: usize,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
-    let pages = state.summaries.of(&state.store, &site.name).await?;
+    let pages = state.pages.of(site).await?;
     let listed: Vec<_> = pages.iter().filter(|p| p.url_count > 0).collect();
     let entries = listed
-        .chunks(state.max_index_entries)
+        .chunks(state.pages.max_index_entries)
         .nth(part - 1)
         .unwrap_or_default();
     if entries.is_empty() && part > 1 {
@@ -93,10 +93,10 @@ async fn index(
     let codec = negotiate(request);
     let variant = format!(
         "{}-{part}-{}",
-        fingerprint(&[
-            &state.page_fingerprint,
+        digest(&[
+            &state.pages.fingerprint,
             &site.base_url,
-            &state.max_index_entries.to_string()
+            &state.pages.max_index_entries.to_string()
         ]),
         codec.token()
     );
@@ -115,7 +115,8 @@ async fn index(
     }
     writer.finish(&mut out);
     let body = Bytes::from(
-        compress(codec, state.render.gzip_level, out).map_err(crate::render::RenderError::from)?,
+        compress(codec, state.pages.renderer.options.gzip_level, out)
+            .map_err(crate::render::RenderError::from)?,
     );
     state.metrics.body_bytes(routes::INDEX, body.len());
     let length = body.len();
@@ -159,8 +160,8 @@ async fn page(
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
     let summary = state
-        .summaries
-        .page(&state.store, &site.name, &name.section, name.page)
+        .pages
+        .summary(site, &name.section, name.page)
         .await?
         .ok_or(HttpError::NotFound)?;
     // A .xml.gz file is gzip by definition, never negotiated; a .xml
@@ -206,7 +207,7 @@ async fn page(
             codec: stored,
             version: summary.lastmod,
         };
-        let (body, source) = cached_page(state, key, route).await?;
+        let (body, source) = state.pages.cached(key, route).await?;
         state.metrics.page_served(source.label());
         if codec == Codec::Identity {
             let held = state.bodies.reserve(INFLATE_HOLD_BYTES, Some(&body))?;
@@ -234,33 +235,11 @@ async fn page(
     Ok(response)
 }
 
-/// A compressed page from the cache, built (once, holding a build slot) if
-/// it is not there at this version; `route` labels the build's metrics.
-pub async fn cached_page(
-    state: &AppState,
-    key: PageKey,
-    route: &'static str,
-) -> Result<(Chunks, Source), HttpError> {
-    Ok(state
-        .cache
-        .get_or_build(key, |key| {
-            let request = PageRequest {
-                site: key.site.clone(),
-                section: key.section.clone(),
-                page: key.page,
-                codec: key.codec,
-                route,
-            };
-            build_page(state.renderer(), request)
-        })
-        .await?)
-}
-
 fn page_validators(state: &AppState, changed: OffsetDateTime, representation: &str) -> Validators {
     let version = changed.unix_timestamp_nanos() as u128 / 1000;
     Validators::new(
         version,
-        &format!("{}-{representation}", state.page_fingerprint),
+        &format!("{}-{representation}", state.pages.fingerprint),
         Some(changed),
     )
 }
@@ -298,7 +277,7 @@ async fn robots(
     }
     let mut lines = Vec::new();
     for site in &sites {
-        let parts = index_parts(state, site).await?;
+        let parts = state.pages.index_parts(site).await?;
         lines.extend(sitemap_lines(site, parts));
     }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
@@ -311,13 +290,6 @@ async fn robots(
     let mut response = ([(header::CONTENT_TYPE, TEXT)], body).into_response();
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
-}
-
-/// How many index files a site has now.
-pub async fn index_parts(state: &AppState, site: &Site) -> Result<usize, HttpError> {
-    let pages = state.summaries.of(&state.store, &site.name).await?;
-    let listed = pages.iter().filter(|p| p.url_count > 0).count();
-    Ok(listed.div_ceil(state.max_index_entries).max(1))
 }
 
 /// The robots.txt text: `operator`'s, then the `Sitemap:` lines.
@@ -335,11 +307,4 @@ fn robots_txt(operator: Option<&str>, lines: &[String]) -> String {
         body.push('\n');
     }
     body
-}
-
-/// The `Sitemap:` lines that make crawlers find each of a site's index files.
-pub fn sitemap_lines(site: &Site, parts: usize) -> Vec<String> {
-    (1..=parts.max(1))
-        .map(|part| format!("Sitemap: {}{}", site.base_url, index_file_name(part)))
-        .collect()
 }

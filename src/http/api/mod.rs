@@ -131,7 +131,7 @@ async fn put_urls(
     let records = read_records::<RawRecord>(&state, &headers, body, RECORD_SHAPE).await?;
     let counts = write_records(&state.store, &records).await?;
     // This process serves its own writes at once, before any notification.
-    state.summaries.invalidate();
+    state.pages.summaries.invalidate();
     Ok(Json(WriteSummary::new(records.len(), counts)))
 }
 
@@ -164,7 +164,7 @@ async fn delete_urls(
         .map(|r| (r.site.clone(), r.loc.clone()))
         .unzip();
     let deleted = state.store.delete_records(&sites, &locs).await?;
-    state.summaries.invalidate();
+    state.pages.summaries.invalidate();
     let received = records.len() as u64;
     Ok(Json(DeleteSummary {
         received,

@@ -1,0 +1,105 @@
+//! The page service: what every sitemap is answered from, below HTTP.
+//!
+//! The summaries say which pages a site has and when each last changed; a
+//! page's bytes come from the cache, built once per version (the change time)
+//! through a bounded number of build slots. HTTP adapts this to requests
+//! (validators, encodings, status codes); the warm-up and `sitemapd robots`
+//! use it directly.
+
+use std::sync::Arc;
+
+use crate::cache::{Chunks, PageCache, PageKey, Source};
+use crate::config::{Settings, Site};
+use crate::render::{PageRequest, RenderError, Renderer, build_page};
+use crate::sitemap::name::index_file_name;
+use crate::store;
+use crate::summaries::{PageSummary, Snapshot, Summaries};
+
+#[derive(Debug)]
+pub struct Pages {
+    /// What a build needs: the store, the page settings, the build slots.
+    pub renderer: Renderer,
+    pub summaries: Arc<Summaries>,
+    pub cache: PageCache,
+    /// Digest of the settings that shape a page's bytes, for its ETag.
+    pub fingerprint: String,
+    /// Sitemaps listed per index file.
+    pub max_index_entries: usize,
+}
+
+impl Pages {
+    /// Every page of `site`, emptied ones included, in index order.
+    pub async fn of(&self, site: &Site) -> Result<Snapshot, Arc<store::Error>> {
+        self.summaries.of(&self.renderer.store, &site.name).await
+    }
+
+    /// One page's summary, if it exists and is not empty.
+    pub async fn summary(
+        &self,
+        site: &Site,
+        section: &str,
+        page: i32,
+    ) -> Result<Option<PageSummary>, Arc<store::Error>> {
+        self.summaries
+            .page(&self.renderer.store, &site.name, section, page)
+            .await
+    }
+
+    /// A page's compressed bytes from the cache, built (once, holding a
+    /// build slot) if they are not there at this version; `route` labels
+    /// the build's metrics.
+    pub async fn cached(
+        &self,
+        key: PageKey,
+        route: &'static str,
+    ) -> Result<(Chunks, Source), Arc<RenderError>> {
+        self.cache
+            .get_or_build(key, |key| {
+                let request = PageRequest {
+                    site: key.site.clone(),
+                    section: key.section.clone(),
+                    page: key.page,
+                    codec: key.codec,
+                    route,
+                };
+                build_page(self.renderer.clone(), request)
+            })
+            .await
+    }
+
+    /// How many index files `site` has now.
+    pub async fn index_parts(&self, site: &Site) -> Result<usize, Arc<store::Error>> {
+        let pages = self.of(site).await?;
+        let listed = pages.iter().filter(|p| p.url_count > 0).count();
+        Ok(listed.div_ceil(self.max_index_entries).max(1))
+    }
+}
+
+/// A short, stable digest of whatever shapes a document's bytes besides its
+/// rows (settings, base URL, this build), for the ETag's variant part.
+pub fn digest(parts: &[&str]) -> String {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update(&[0]);
+    }
+    format!("{:08x}", hasher.finalize())
+}
+
+/// What shapes a page's bytes besides its rows, digested for its ETag.
+pub fn fingerprint(settings: &Settings) -> String {
+    digest(&[
+        &settings.gzip_level.to_string(),
+        &settings.lastmod_fallback.to_string(),
+        &settings.max_urls.to_string(),
+        &settings.max_bytes.to_string(),
+    ])
+}
+
+/// The `Sitemap:` lines that make crawlers find each of a site's index files.
+pub fn sitemap_lines(site: &Site, parts: usize) -> Vec<String> {
+    (1..=parts.max(1))
+        .map(|part| format!("Sitemap: {}{}", site.base_url, index_file_name(part)))
+        .collect()
+}
