@@ -31,23 +31,23 @@
 //! A request flows one way: [`http`] route → [`store`] → [`sitemap`] writer
 //! (inside [`render`]) → body.
 
-pub mod cache;
-pub mod codec;
+mod cache;
+mod codec;
 pub mod config;
 pub mod demo;
 pub mod http;
 pub mod ingest;
-pub mod metrics;
+mod metrics;
 pub mod pages;
-pub mod quote;
-pub mod render;
+mod quote;
+mod render;
 pub mod sitemap;
 pub mod skips;
 pub mod store;
-pub mod summaries;
+mod summaries;
 pub mod telemetry;
 pub mod tokens;
-pub mod warmup;
+mod warmup;
 
 use std::future::Future;
 use std::sync::Arc;

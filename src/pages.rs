@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::cache::{Chunks, PageCache, PageKey, Source};
 use crate::config::{Settings, Site};
-use crate::render::{PageRequest, RenderError, Renderer, build_page};
+use crate::render::{RenderError, Renderer, build_page};
 use crate::sitemap::name::index_file_name;
 use crate::store;
 use crate::summaries::{PageSummary, Snapshot, Summaries};
@@ -55,14 +55,7 @@ impl Pages {
     ) -> Result<(Chunks, Source), Arc<RenderError>> {
         self.cache
             .get_or_build(key, |key| {
-                let request = PageRequest {
-                    site: key.site.clone(),
-                    section: key.section.clone(),
-                    page: key.page,
-                    codec: key.codec,
-                    route,
-                };
-                build_page(self.renderer.clone(), request)
+                build_page(self.renderer.clone(), key.clone(), route)
             })
             .await
     }

@@ -14,7 +14,8 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::codec::{CHUNK_BYTES, Codec, Sink};
+use crate::cache::PageKey;
+use crate::codec::{CHUNK_BYTES, Sink};
 use crate::metrics::Metrics;
 use crate::sitemap::{LimitExceeded, UrlEntry, UrlsetWriter};
 use crate::skips::SkipLog;
@@ -41,17 +42,6 @@ pub struct RenderOptions {
     pub max_bytes: u64,
     pub gzip_level: u32,
     pub lastmod_fallback: bool,
-}
-
-/// Which page to render, and how to compress it.
-#[derive(Debug, Clone)]
-pub struct PageRequest {
-    pub site: String,
-    pub section: String,
-    pub page: i32,
-    pub codec: Codec,
-    /// The route template, for the metrics.
-    pub route: &'static str,
 }
 
 /// What rendering a page needs besides the page itself.
@@ -89,13 +79,15 @@ impl BuildSlots {
     }
 }
 
-/// Renders a whole page into memory, for the page cache: its compressor's
+/// Renders a whole page (`page`, in its codec) into memory, for the page
+/// cache; `route` labels its metrics. The result is its compressor's
 /// chunks as they came. A build slot is held while the page's rows are read
 /// and written. A page is built whole before any byte of it is sent, so a
 /// failure part-way is a clean `503`, never a cut-short sitemap.
 pub async fn build_page(
     renderer: Renderer,
-    request: PageRequest,
+    page: PageKey,
+    route: &'static str,
 ) -> Result<Arc<[Bytes]>, RenderError> {
     let Renderer {
         store,
@@ -108,8 +100,8 @@ pub async fn build_page(
     let started = std::time::Instant::now();
     let (mut rows_read, mut left_out) = (0, 0);
     let mut chunks = Vec::new();
-    let mut rows = std::pin::pin!(store.page_rows(&request.site, &request.section, request.page));
-    let mut sink = Sink::new(request.codec, options.gzip_level)?;
+    let mut rows = std::pin::pin!(store.page_rows(&page.site, &page.section, page.page));
+    let mut sink = Sink::new(page.codec, options.gzip_level)?;
     let mut xml = Vec::with_capacity(CHUNK_BYTES + crate::sitemap::writer::MAX_ENTRY_BYTES);
     let mut writer = UrlsetWriter::start(&mut xml, options.max_urls, options.max_bytes);
     while let Some(row) = rows.try_next().await? {
@@ -124,7 +116,7 @@ pub async fn build_page(
         rows_read += 1;
         if let Some(reason) = writer.push(&mut xml, &entry)? {
             left_out += 1;
-            skips.record(&request.site, &row, reason);
+            skips.record(&page.site, &row, reason);
         }
         if xml.len() >= CHUNK_BYTES {
             let chunk = sink.write(&mut xml)?;
@@ -137,6 +129,6 @@ pub async fn build_page(
     writer.finish(&mut xml);
     chunks.push(sink.finish(&mut xml)?);
     metrics.page_built(started.elapsed(), rows_read, left_out);
-    metrics.body_bytes(request.route, chunks.iter().map(Bytes::len).sum());
+    metrics.body_bytes(route, chunks.iter().map(Bytes::len).sum());
     Ok(chunks.into())
 }

@@ -116,7 +116,8 @@ impl UrlsetWriter {
     }
 
     /// URLs written so far.
-    pub fn urls(&self) -> u32 {
+    #[cfg(test)]
+    fn urls(&self) -> u32 {
         self.urls
     }
 
