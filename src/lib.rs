@@ -5,31 +5,35 @@
 //! page. sitemapd reads those and serves `/sitemap_index.xml` and the
 //! `/sitemap-N.xml.gz` pages, built on every request from the current rows.
 //!
-//! # Layout
+//! # Layout, from the bottom up
 //!
-//! - [`config`] — settings from `config/default.toml`, a file, the environment.
+//! - [`config`] — settings from `config/default.toml`, a file, the
+//!   environment, checked once into a `Config` (sites and tokens parsed).
+//! - [`sitemap`] — the protocol, pure: limits, file names, the URL rules, the
+//!   XML writer.
 //! - [`store`] — every SQL statement; the schema itself is in `migrations/`.
-//! - [`sitemap`] — the protocol: limits, file names, the XML writer.
-//! - [`render`] — one page from rows to its compressed chunks, built whole.
-//! - [`codec`] — the compressors: gzip files, and gzip, br or zstd on the wire.
-//! - [`summaries`] — the page summaries in memory between writes, dropped
-//!   when the database announces a change.
-//! - [`pages`] — the page service: summaries, cache and bounded builds,
-//!   below HTTP, which only adapts it.
-//! - [`cache`] — built pages by version, in memory and on disk; one build
-//!   per cold page, and a bound on builds at once.
-//! - [`http`] — routes (the sitemaps, and the write API under `/api/v1`),
-//!   errors as responses, shared state.
-//! - [`ingest`] — the rules every incoming record is checked and normalised by.
-//! - [`skips`] — logs, once each, the rows that cannot be served.
-//! - [`quote`] — values cut short for logs and error messages.
-//! - [`demo`] — synthetic rows for a first look and for benchmarks.
-//! - [`telemetry`] — logging.
-//! - [`tokens`] — the write API's bearer tokens, kept as digests.
-//! - [`warmup`] — rebuilds changed pages in the background.
+//! - `codec` — the compressors: gzip files, and gzip, br or zstd on the wire.
+//! - `render` — one page from its rows to its compressed chunks, built whole,
+//!   at most a few at once (its build slots).
+//! - `cache` — built pages by version, in memory and on disk.
+//! - `summaries` — the page summaries in memory between writes, dropped when
+//!   the database announces a change.
+//! - [`pages`] — the page service over those three: which pages a site has,
+//!   and each page's bytes, built once per version.
+//! - `warmup` — rebuilds changed pages through the page service in the
+//!   background.
+//! - [`ingest`] — import files, and the rules every incoming record is
+//!   checked and normalised by (the write API uses them too).
+//! - [`http`] — the adapter: connections and their limits, routes, the
+//!   write API under `/api/v1`, errors as responses.
+//! - [`skips`], `quote`, `metrics`, [`telemetry`], [`tokens`], [`demo`] —
+//!   logging rows left out, quoting values, Prometheus metrics, logs, API
+//!   tokens, synthetic rows.
 //!
-//! A request flows one way: [`http`] route → [`store`] → [`sitemap`] writer
-//! (inside [`render`]) → body.
+//! A request flows one way: [`http`] connection → route → [`pages`]
+//! (summaries → cache → `render` → [`store`] rows → [`sitemap`] writer →
+//! `codec`) → body. An import flows: [`ingest`] reader → validator →
+//! sort → [`store`] (one `COPY`, one writing statement).
 
 mod cache;
 mod codec;

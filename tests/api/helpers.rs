@@ -299,6 +299,30 @@ impl TestApp {
     }
 }
 
+/// Waits until a statement on this test's database is waiting for a lock
+/// (polling every 20 ms, for 10 s at most): the moment a blocked request or
+/// import has reached the database.
+pub async fn until_a_statement_waits_on_a_lock(pool: &PgPool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+             WHERE NOT l.granted AND a.datname = current_database()",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("locks");
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no statement waited on a lock within 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The test database's URL, for running the binary against it.
 pub fn database_url(pool: &PgPool) -> String {
     let options = pool.connect_options();

@@ -11,7 +11,7 @@ use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
 use sqlx::PgPool;
 use tempfile::TempDir;
 
-use crate::helpers::{BASE_URL, TestApp, binary};
+use crate::helpers::{BASE_URL, TestApp, binary, until_a_statement_waits_on_a_lock};
 
 fn options(format: Format) -> ImportOptions {
     ImportOptions {
@@ -327,7 +327,7 @@ async fn a_loc_written_elsewhere_meanwhile_is_updated_not_duplicated(pool: PgPoo
                 .expect("import runs")
         })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    until_a_statement_waits_on_a_lock(&app.pool).await;
     other.commit().await.expect("commit");
     let report = importing.await.expect("joined");
     assert!(report.written);
@@ -428,7 +428,7 @@ async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
     child.kill().expect("kill");
     let _ = child.wait();
     holder.rollback().await.expect("release");
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Whatever the killed import wrote was never committed.
     assert_eq!(app.table_locs().await, before);
     assert_eq!(app.served_locs().await, before);
 }

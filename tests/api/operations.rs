@@ -3,7 +3,7 @@
 use futures_util::StreamExt;
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, TestApp, header};
+use crate::helpers::{BASE_URL, TestApp, header, until_a_statement_waits_on_a_lock};
 
 async fn metrics_text(response: reqwest::Response) -> String {
     assert_eq!(response.status(), 200);
@@ -88,11 +88,14 @@ async fn shutdown_finishes_in_flight_responses_and_refuses_new_ones(pool: PgPool
         .to_vec();
 
     let stopped = app.begin_shutdown();
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(
-        reqwest::get(app.url("/healthz")).await.is_err(),
-        "no new connections once shutting down"
-    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while reqwest::get(app.url("/healthz")).await.is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "new connections still accepted 5 s into shutdown"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     while let Some(chunk) = body.next().await {
         received.extend_from_slice(&chunk.expect("the in-flight response completes"));
@@ -116,14 +119,7 @@ async fn an_unfinished_response_cannot_hold_shutdown_past_the_grace_period(pool:
         .await
         .expect("lock");
     let in_flight = tokio::spawn(reqwest::get(app.url("/sitemap-1.xml.gz")));
-    while sqlx::query_scalar::<_, i64>("SELECT count(*) FROM pg_locks WHERE NOT granted")
-        .fetch_one(&mut *blocker)
-        .await
-        .expect("locks")
-        == 0
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_a_statement_waits_on_a_lock(&app.pool).await;
 
     let started = std::time::Instant::now();
     let stopped = app.begin_shutdown();

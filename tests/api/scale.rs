@@ -10,7 +10,9 @@ use sitemapd::store::Store;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
-use crate::helpers::{BASE_URL, TestApp, database_url, gunzip, header};
+use crate::helpers::{
+    BASE_URL, TestApp, database_url, gunzip, header, until_a_statement_waits_on_a_lock,
+};
 
 /// A counter or gauge from `/metrics` (0 when not yet there).
 async fn metric(app: &TestApp, series: &str) -> f64 {
@@ -103,7 +105,7 @@ async fn past_the_build_limit_cold_pages_are_shed_and_cached_ones_still_served(p
         let url = app.url("/sitemap-1.xml.gz");
         async move { reqwest::get(url).await.expect("request").status() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_a_statement_waits_on_a_lock(&app.pool).await;
 
     let shed = app.get("/sitemap-2.xml.gz").await;
     assert_eq!(shed.status(), 503);

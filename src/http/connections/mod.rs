@@ -6,7 +6,7 @@
 //! arrive within `header_read_timeout_ms` (slowloris), it is closed after
 //! `keep_alive_timeout_ms` with nothing asked of it, and a client that
 //! accepts no bytes of its response for `write_stall_timeout_ms` is dropped
-//! (see [`io`]).
+//! (see `io`).
 //!
 //! At most `max_connections` are served in full at once. A few more, the
 //! overflow, are each answered one request by a small router (health checks
