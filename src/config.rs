@@ -17,8 +17,8 @@ use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 use url::Url;
 
-use crate::sitemap::name::{SLUG_RULE, is_section_slug};
-use crate::sitemap::{self, web_url_problem};
+use crate::site::Site;
+use crate::sitemap::{self, name::SLUG_RULE, name::is_section_slug};
 use crate::tokens::Tokens;
 
 const DEFAULTS: &str = include_str!("../config/default.toml");
@@ -205,22 +205,6 @@ impl fmt::Debug for DatabaseUrl {
     }
 }
 
-/// A site as the service serves it, derived from its settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Site {
-    pub name: String,
-    /// The base URL, ending in `/`: sitemap URLs are this plus a file name.
-    pub base_url: String,
-    /// Lower-case `scheme://host[:port]`.
-    pub origin: String,
-    /// Lower-case host name (no port): what requests are routed by.
-    pub host: String,
-    /// The base URL's path, starting and ending with `/`.
-    pub path_prefix: String,
-    /// The operator's robots.txt for this site's host, if configured.
-    pub robots_txt: Option<String>,
-}
-
 impl Settings {
     /// Loads the layers (defaults, `file` if given, environment), unchecked:
     /// [`Config::new`] checks them.
@@ -387,16 +371,7 @@ impl Settings {
         }
         for (i, a) in sites.iter().enumerate() {
             for b in &sites[i + 1..] {
-                let clash = if a.name == b.name {
-                    Some("two sites share the name")
-                } else if a.host == b.host && a.path_prefix == b.path_prefix {
-                    Some("two sites share host and path")
-                } else if a.host == b.host && self.proxy_strips_prefix {
-                    Some("with proxy_strips_prefix, sites on one host cannot be told apart")
-                } else {
-                    None
-                };
-                if let Some(clash) = clash {
+                if let Some(clash) = a.clash(b, self.proxy_strips_prefix) {
                     return Err(Error::Invalid {
                         key: "sites",
                         value: format!(
@@ -420,23 +395,6 @@ fn site(
     robots_txt: Option<&str>,
     robots_file: Option<&Path>,
 ) -> Result<Site, Error> {
-    let invalid = |expected: &str| Error::Invalid {
-        key,
-        value: base_url.to_owned(),
-        expected: expected.to_owned(),
-    };
-    let url = Url::parse(base_url).map_err(|e| invalid(&format!("an absolute URL ({e})")))?;
-    if let Some(rule) = web_url_problem(&url) {
-        return Err(invalid(rule));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("a URL without query or fragment"));
-    }
-    let host = url.host_str().unwrap_or_default();
-    let mut path_prefix = url.path().to_owned();
-    if !path_prefix.ends_with('/') {
-        path_prefix.push('/');
-    }
     let robots_txt = match (robots_txt, robots_file) {
         (Some(_), Some(_)) => {
             return Err(Error::Invalid {
@@ -453,14 +411,10 @@ fn site(
         })?),
         (None, None) => None,
     };
-    let origin = url.origin().ascii_serialization();
-    Ok(Site {
-        name: name.to_owned(),
-        base_url: format!("{origin}{path_prefix}"),
-        host: host.to_ascii_lowercase(),
-        origin,
-        path_prefix,
-        robots_txt,
+    Site::new(name, base_url, robots_txt).map_err(|expected| Error::Invalid {
+        key,
+        value: base_url.to_owned(),
+        expected,
     })
 }
 

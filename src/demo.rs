@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::config::Site;
+use crate::site::Site;
 use crate::store::{self, DemoBatch, Store};
 
 /// Rows per statement: large enough to amortise the triggers, small enough

@@ -7,6 +7,7 @@
 //!
 //! # Layout, from the bottom up
 //!
+//! - [`site`] — a site: its name, base URL, host and path.
 //! - [`config`] — settings from `config/default.toml`, a file, the
 //!   environment, checked once into a `Config` (sites and tokens parsed).
 //! - [`sitemap`] — the protocol, pure: limits, file names, the URL rules, the
@@ -45,6 +46,7 @@ mod metrics;
 pub mod pages;
 mod quote;
 mod render;
+pub mod site;
 pub mod sitemap;
 pub mod skips;
 pub mod store;

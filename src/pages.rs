@@ -9,8 +9,9 @@
 use std::sync::Arc;
 
 use crate::cache::{Chunks, PageCache, PageKey, Source};
-use crate::config::{Settings, Site};
+use crate::config::Settings;
 use crate::render::{RenderError, Renderer, build_page};
+use crate::site::Site;
 use crate::sitemap::name::index_file_name;
 use crate::store;
 use crate::summaries::{PageSummary, Snapshot, Summaries};

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use crate::cache::PageKey;
 use crate::codec::Codec;
-use crate::config::Site;
 use crate::metrics::routes;
 use crate::pages::Pages;
+use crate::site::Site;
 
 /// Pages rebuilt per round at most: enough for ordinary writes, bounded for
 /// bulk ones (whose pages are then built on first request).

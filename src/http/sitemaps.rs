@@ -17,9 +17,9 @@ use super::sites::request_host;
 use super::{AppState, HttpError};
 use crate::cache::{Chunks, PageKey, Source, total_len};
 use crate::codec::{Codec, compress};
-use crate::config::Site;
 use crate::metrics::{route_of, routes};
 use crate::pages::{digest, sitemap_lines};
+use crate::site::Site;
 use crate::sitemap::name::parse_index_part;
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 

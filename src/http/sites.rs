@@ -9,7 +9,7 @@
 
 use axum::http::{HeaderMap, Uri, Version, header, uri::Authority};
 
-use crate::config::Site;
+use crate::site::Site;
 
 #[derive(Debug)]
 pub struct Sites {

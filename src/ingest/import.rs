@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use super::formats::{self, Format, Input, Position, ReadError};
 use super::sort::{KeySorter, RUN_BYTES, sort_in_memory};
 use super::validate::{FieldError, Record, Validator};
-use crate::config::Site;
+use crate::site::Site;
 use crate::sitemap::name::parse_slug;
 use crate::store::{self, ImportCounts, Store};
 

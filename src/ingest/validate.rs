@@ -15,8 +15,8 @@ use serde::Deserialize;
 use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 use url::Url;
 
-use crate::config::Site;
 use crate::quote::truncated;
+use crate::site::Site;
 use crate::sitemap::name::{SLUG_RULE, is_section_slug};
 use crate::sitemap::writer::MAX_LOC_CHARS;
 use crate::sitemap::{CHANGEFREQS, web_url_problem};

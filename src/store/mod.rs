@@ -15,7 +15,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 use time::OffsetDateTime;
 
-use crate::config::{Settings, Site};
+use crate::config::Settings;
+use crate::site::Site;
 
 mod import;
 mod records;
