@@ -267,3 +267,56 @@ async fn the_validator_and_the_schema_agree_on_which_locs_a_site_serves(pool: Pg
         assert_eq!(accepted.is_ok(), served, "{loc} (stored as {stored})");
     }
 }
+
+#[sqlx::test]
+async fn the_schema_the_validator_and_the_writer_measure_a_loc_as_served(pool: PgPool) {
+    use sitemapd::ingest::validate::{RawRecord, Validator};
+    use sitemapd::sitemap::writer::served_chars;
+
+    let app = TestApp::spawn(pool).await;
+    // "é" is two bytes, six characters once percent-encoded:
+    // 24 + 2 + 337 × 6 = 2,048.
+    let at_limit = format!("{BASE_URL}aa{}", "é".repeat(337));
+    let over = format!("{at_limit}a");
+    assert_eq!(served_chars(&at_limit), 2048);
+    assert_eq!(served_chars(&over), 2049);
+
+    // The schema, for plain SQL.
+    let insert = |loc: String| {
+        sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ($1)")
+            .bind(loc)
+            .execute(&app.pool)
+    };
+    insert(at_limit.clone())
+        .await
+        .expect("2,048 as served fits");
+    let refused = insert(over.clone()).await.expect_err("2,049 as served");
+    assert!(
+        refused.to_string().contains("sitemap_urls_loc_url"),
+        "{refused}"
+    );
+
+    // The validator, for import and the write API: the normalised loc is
+    // the served form.
+    let validator = Validator::new(
+        app.state.sites.all(),
+        "default",
+        "",
+        time::OffsetDateTime::now_utc(),
+    );
+    let validate = |loc: &str| {
+        validator.validate(&RawRecord {
+            loc: Some(loc.to_owned()),
+            ..RawRecord::default()
+        })
+    };
+    let accepted = validate(&at_limit).expect("2,048 as served is valid");
+    assert_eq!(accepted.loc.chars().count(), 2048);
+    let errors = validate(&over).expect_err("2,049 as served");
+    assert!(errors[0].rule.contains("2048"), "{errors:?}");
+
+    // The page serves it, valid against the XSD.
+    let page = app.page("/sitemap-1.xml.gz").await;
+    assert_eq!(page.urls.len(), 1);
+    assert_eq!(page.urls[0].loc.chars().count(), 2048);
+}
