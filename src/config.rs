@@ -68,6 +68,8 @@ pub struct Settings {
     pub max_urls: u32,
     pub max_bytes: u64,
     pub max_index_entries: u32,
+    /// Which name of the index robots.txt and `sitemapd robots` announce.
+    pub index_format: IndexFormat,
     pub lastmod_fallback: bool,
     pub gzip_level: u32,
     pub retry_after_seconds: u32,
@@ -161,6 +163,25 @@ pub struct SiteSettings {
     pub robots_txt: Option<String>,
     #[serde(default)]
     pub robots_file: Option<PathBuf>,
+}
+
+/// How the index is announced: `sitemap_index.xml` or its gzip file,
+/// `sitemap_index.xml.gz` (both are always served).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum IndexFormat {
+    #[serde(rename = "xml")]
+    Xml,
+    #[serde(rename = "xml.gz")]
+    XmlGz,
+}
+
+impl IndexFormat {
+    pub fn encoding(self) -> sitemap::Encoding {
+        match self {
+            IndexFormat::Xml => sitemap::Encoding::Plain,
+            IndexFormat::XmlGz => sitemap::Encoding::Gzip,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -484,6 +505,13 @@ mod tests {
         }
         let err = with("max_urls", "lots").expect_err("type").to_string();
         assert!(err.contains("max_urls"), "{err}");
+        let err = with("index_format", "zip")
+            .expect_err("variant")
+            .to_string();
+        assert!(
+            err.contains("index_format") && err.contains("xml.gz"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -121,6 +121,7 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
         ),
         fingerprint,
         max_index_entries: settings.max_index_entries as usize,
+        index_format: settings.index_format.encoding(),
     };
     Ok(AppState::new(http::App {
         store,

@@ -94,7 +94,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let state = serving_state(&config).await?;
             for site in state.sites.all() {
                 let parts = state.pages.index_parts(site).await?;
-                for line in sitemapd::pages::sitemap_lines(site, parts) {
+                for line in sitemapd::pages::sitemap_lines(site, parts, state.pages.index_format) {
                     println!("{line}");
                 }
             }

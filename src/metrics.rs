@@ -264,6 +264,7 @@ fn tier(overflow: bool) -> TierLabels {
 /// Route templates: the one set of labels that logs and metrics both use.
 pub mod routes {
     pub const INDEX: &str = "/sitemap_index.xml";
+    pub const INDEX_GZ: &str = "/sitemap_index.xml.gz";
     pub const PAGE_GZ: &str = "/sitemap-{n}.xml.gz";
     pub const PAGE_XML: &str = "/sitemap-{n}.xml";
     pub const ROBOTS: &str = "/robots.txt";
@@ -282,6 +283,7 @@ pub fn route_of(path: &str) -> &'static str {
         _ if path.starts_with("/api/v1/") => "/api/v1",
         _ if file == "sitemap.xsl" => routes::STYLESHEET,
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => routes::INDEX,
+        _ if file.starts_with("sitemap_index") && file.ends_with(".xml.gz") => routes::INDEX_GZ,
         _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => routes::PAGE_GZ,
         _ if file.starts_with("sitemap-") && file.ends_with(".xml") => routes::PAGE_XML,
         _ => "other",

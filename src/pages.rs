@@ -12,6 +12,7 @@ use crate::cache::{Chunks, PageCache, PageKey, Source};
 use crate::config::Settings;
 use crate::render::{RenderError, Renderer, build_page};
 use crate::site::Site;
+use crate::sitemap::Encoding;
 use crate::sitemap::name::index_file_name;
 use crate::store;
 use crate::summaries::{PageSummary, Snapshot, Summaries};
@@ -26,6 +27,9 @@ pub struct Pages {
     pub fingerprint: String,
     /// Sitemaps listed per index file.
     pub max_index_entries: usize,
+    /// How the index files are named where they are announced (robots.txt,
+    /// `sitemapd robots`): `.xml` or `.xml.gz` (`index_format`).
+    pub index_format: Encoding,
 }
 
 impl Pages {
@@ -91,9 +95,16 @@ pub fn fingerprint(settings: &Settings) -> String {
     ])
 }
 
-/// The `Sitemap:` lines that make crawlers find each of a site's index files.
-pub fn sitemap_lines(site: &Site, parts: usize) -> Vec<String> {
+/// The `Sitemap:` lines that make crawlers find each of a site's index
+/// files, named in `format`.
+pub fn sitemap_lines(site: &Site, parts: usize, format: Encoding) -> Vec<String> {
     (1..=parts.max(1))
-        .map(|part| format!("Sitemap: {}{}", site.base_url, index_file_name(part)))
+        .map(|part| {
+            format!(
+                "Sitemap: {}{}",
+                site.base_url,
+                index_file_name(part, format)
+            )
+        })
         .collect()
 }

@@ -208,8 +208,8 @@ proptest! {
             prop_assert_eq!(name.file_name(encoding), file.clone());
             prop_assert!(name.page >= 1);
         }
-        if let Some(part) = parse_index_part(&file) {
-            prop_assert_eq!(index_file_name(part), file.clone());
+        if let Some((part, encoding)) = parse_index_part(&file) {
+            prop_assert_eq!(index_file_name(part, encoding), file.clone());
         }
     }
 

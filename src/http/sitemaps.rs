@@ -57,15 +57,17 @@ pub async fn dispatch(
     if routed.file == "sitemap.xsl" {
         return Ok(stylesheet(&state, &headers));
     }
-    if let Some(part) = parse_index_part(routed.file) {
-        return index(&state, routed.site, part, &headers).await;
+    if let Some((part, encoding)) = parse_index_part(routed.file) {
+        return index(&state, routed.site, part, encoding, &headers).await;
     }
     let (name, encoding) = PageName::parse(routed.file).ok_or(HttpError::NotFound)?;
     page(&state, routed.site, name, encoding, &method, &headers).await
 }
 
 /// `sitemap_index.xml`: one entry per non-empty page, from the summaries
-/// alone, each page's lastmod being when a row of it last changed.
+/// alone, each page's lastmod being when a row of it last changed. As
+/// `sitemap_index.xml.gz` it is the same document as a gzip file, sent like
+/// the pages' (`application/gzip`, no `Content-Encoding`).
 ///
 /// A site with more pages than an index file may list has several: part 1
 /// is `sitemap_index.xml`, then `sitemap_index-2.xml`, … (robots.txt lists
@@ -75,6 +77,7 @@ async fn index(
     state: &AppState,
     site: &Site,
     part: usize,
+    encoding: Encoding,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
     let pages = state.pages.of(site).await?;
@@ -90,7 +93,14 @@ async fn index(
     // newest change time, so it versions the whole index.
     let newest = pages.iter().map(|p| p.lastmod).max();
     let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
-    let codec = negotiate(request);
+    let (content_type, codec, vary) = match encoding {
+        Encoding::Gzip => (GZIP, Codec::Gzip, None),
+        Encoding::Plain => (XML, negotiate(request), Some(VARY_ACCEPT_ENCODING)),
+    };
+    let representation = match encoding {
+        Encoding::Gzip => "gz",
+        Encoding::Plain => codec.token(),
+    };
     let variant = format!(
         "{}-{part}-{}",
         digest(&[
@@ -98,11 +108,11 @@ async fn index(
             &site.base_url,
             &state.pages.max_index_entries.to_string()
         ]),
-        codec.token()
+        representation
     );
     let validators = Validators::new(version, &variant, newest);
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, Some(VARY_ACCEPT_ENCODING)));
+        return Ok(validators.not_modified(state.cache_max_age, vary));
     }
     let mut out = Vec::with_capacity(128 + entries.len() * 128);
     let mut writer = IndexWriter::start(&mut out, &site.base_url);
@@ -118,23 +128,27 @@ async fn index(
         compress(codec, state.pages.renderer.options.gzip_level, out)
             .map_err(crate::render::RenderError::from)?,
     );
-    state.metrics.body_bytes(routes::INDEX, body.len());
+    let route = match encoding {
+        Encoding::Gzip => routes::INDEX_GZ,
+        Encoding::Plain => routes::INDEX,
+    };
+    state.metrics.body_bytes(route, body.len());
     let length = body.len();
     let held = state.bodies.reserve(length as u64, None)?;
     let body = HeldChunks::new(Chunks::from([body]), held);
     let mut response = (
         [
-            (header::CONTENT_TYPE, XML),
+            (header::CONTENT_TYPE, content_type),
             (X_ROBOTS_TAG, NOINDEX),
             (header::CONTENT_LENGTH, HeaderValue::from(length)),
         ],
         Body::from_stream(body),
     )
         .into_response();
-    set_content_encoding(response.headers_mut(), codec);
-    response
-        .headers_mut()
-        .insert(header::VARY, VARY_ACCEPT_ENCODING);
+    if let Some(vary) = vary {
+        set_content_encoding(response.headers_mut(), codec);
+        response.headers_mut().insert(header::VARY, vary);
+    }
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
 }
@@ -278,7 +292,7 @@ async fn robots(
     let mut lines = Vec::new();
     for site in &sites {
         let parts = state.pages.index_parts(site).await?;
-        lines.extend(sitemap_lines(site, parts));
+        lines.extend(sitemap_lines(site, parts, state.pages.index_format));
     }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
     let body = robots_txt(operator, &lines);

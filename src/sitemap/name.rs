@@ -78,24 +78,33 @@ impl fmt::Display for PageName {
     }
 }
 
-/// The part of a site's index a file name denotes: `sitemap_index.xml` is
-/// part 1, `sitemap_index-N.xml` part N (N ≥ 2, canonical digits only).
-pub fn parse_index_part(file: &str) -> Option<usize> {
-    if file == "sitemap_index.xml" {
-        return Some(1);
+/// The part of a site's index a file name denotes, and its encoding:
+/// `sitemap_index.xml[.gz]` is part 1, `sitemap_index-N.xml[.gz]` part N
+/// (N ≥ 2, canonical digits only).
+pub fn parse_index_part(file: &str) -> Option<(usize, Encoding)> {
+    let (stem, encoding) = match file.strip_suffix(Encoding::Gzip.suffix()) {
+        Some(stem) => (stem, Encoding::Gzip),
+        None => (
+            file.strip_suffix(Encoding::Plain.suffix())?,
+            Encoding::Plain,
+        ),
+    };
+    if stem == "sitemap_index" {
+        return Some((1, encoding));
     }
-    let number = file.strip_prefix("sitemap_index-")?.strip_suffix(".xml")?;
+    let number = stem.strip_prefix("sitemap_index-")?;
     parse_page_number(number)
         .and_then(|n| usize::try_from(n).ok())
         .filter(|n| *n >= 2)
+        .map(|part| (part, encoding))
 }
 
 /// The file name of an index part (see [`parse_index_part`]).
-pub fn index_file_name(part: usize) -> String {
+pub fn index_file_name(part: usize, encoding: Encoding) -> String {
     if part <= 1 {
-        "sitemap_index.xml".to_owned()
+        format!("sitemap_index{}", encoding.suffix())
     } else {
-        format!("sitemap_index-{part}.xml")
+        format!("sitemap_index-{part}{}", encoding.suffix())
     }
 }
 
@@ -200,18 +209,31 @@ mod tests {
 
     #[test]
     fn index_parts_have_one_name_each() {
-        assert_eq!(parse_index_part("sitemap_index.xml"), Some(1));
-        assert_eq!(parse_index_part("sitemap_index-2.xml"), Some(2));
+        assert_eq!(
+            parse_index_part("sitemap_index.xml"),
+            Some((1, Encoding::Plain))
+        );
+        assert_eq!(
+            parse_index_part("sitemap_index-2.xml.gz"),
+            Some((2, Encoding::Gzip))
+        );
         for name in [
             "sitemap_index-1.xml",
+            "sitemap_index-1.xml.gz",
             "sitemap_index-02.xml",
             "sitemap_index-0.xml",
-            "sitemap_index-2.xml.gz",
+            "sitemap_index.gz",
+            "sitemap_index-2.xml.gz.gz",
         ] {
             assert_eq!(parse_index_part(name), None, "{name}");
         }
         for part in [1, 2, 70] {
-            assert_eq!(parse_index_part(&index_file_name(part)), Some(part));
+            for encoding in [Encoding::Plain, Encoding::Gzip] {
+                assert_eq!(
+                    parse_index_part(&index_file_name(part, encoding)),
+                    Some((part, encoding))
+                );
+            }
         }
     }
 

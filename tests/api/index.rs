@@ -1,6 +1,6 @@
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, TestApp, header};
+use crate::helpers::{BASE_URL, Schema, TestApp, assert_valid, binary, gunzip, header};
 
 #[sqlx::test]
 async fn empty_table_gives_a_well_formed_index_with_no_entries(pool: PgPool) {
@@ -128,5 +128,70 @@ async fn more_pages_than_an_index_lists_make_several_indexes(pool: PgPool) {
         format!(
             "Sitemap: {BASE_URL}sitemap_index.xml\nSitemap: {BASE_URL}sitemap_index-2.xml\nSitemap: {BASE_URL}sitemap_index-3.xml\n"
         )
+    );
+}
+
+#[sqlx::test]
+async fn the_index_is_also_a_gzip_file_announced_as_configured(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.max_urls = 2;
+        s.max_index_entries = 2;
+        s.index_format = sitemapd::config::IndexFormat::XmlGz;
+    })
+    .await;
+    app.insert_urls("", "p", 5).await;
+    for (plain, gzip) in [
+        ("/sitemap_index.xml", "/sitemap_index.xml.gz"),
+        ("/sitemap_index-2.xml", "/sitemap_index-2.xml.gz"),
+    ] {
+        let xml = app.get(plain).await;
+        let xml_etag = header(&xml, "etag").to_owned();
+        let xml = xml.bytes().await.expect("index");
+        let response = app.get(gzip).await;
+        assert_eq!(response.status(), 200, "{gzip}");
+        assert_eq!(header(&response, "content-type"), "application/gzip");
+        assert!(response.headers().get("content-encoding").is_none());
+        assert!(response.headers().get("vary").is_none());
+        let etag = header(&response, "etag").to_owned();
+        assert_ne!(etag, xml_etag, "a representation of its own");
+        let document = gunzip(&response.bytes().await.expect("gzip index"));
+        assert_eq!(document, xml, "the same document as {plain}");
+        assert_valid(&document, Schema::Index);
+        // Its <loc>s are the pages' own names.
+        assert!(String::from_utf8_lossy(&document).contains(".xml.gz</loc>"));
+        assert_eq!(
+            app.conditional(gzip, "if-none-match", &etag).await.status(),
+            304
+        );
+    }
+    assert_eq!(app.get("/sitemap_index-3.xml.gz").await.status(), 404);
+    let robots = app.get("/robots.txt").await.text().await.expect("robots");
+    assert_eq!(
+        robots,
+        format!(
+            "Sitemap: {BASE_URL}sitemap_index.xml.gz\nSitemap: {BASE_URL}sitemap_index-2.xml.gz\n"
+        )
+    );
+}
+
+#[sqlx::test]
+async fn sitemapd_robots_names_the_configured_index_format(pool: PgPool) {
+    let output = tokio::task::spawn_blocking(move || {
+        binary(&pool)
+            .arg("robots")
+            .env("SITEMAPD_INDEX_FORMAT", "xml.gz")
+            .output()
+    })
+    .await
+    .expect("ran")
+    .expect("the binary runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).expect("UTF-8"),
+        format!("Sitemap: {BASE_URL}sitemap_index.xml.gz\n")
     );
 }
