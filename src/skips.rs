@@ -60,7 +60,8 @@ pub async fn report_new_skips(store: &Store) -> Result<Vec<SkippedRow>, store::E
 
 /// Runs [`report_new_skips`] every `interval`, for as long as the service runs.
 pub async fn report_periodically(store: Store, interval: Duration) {
-    let mut ticker = tokio::time::interval(interval);
+    // The first round comes one interval after start, like every other.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;

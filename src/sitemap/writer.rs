@@ -307,14 +307,15 @@ fn write_loc(out: &mut Vec<u8>, loc: &str) -> Result<(), SkipReason> {
 
 /// Writes `open` and a W3C datetime in UTC with an explicit `+00:00` offset,
 /// to the second, or with microseconds (trailing zeros trimmed) when
-/// `subsecond`. Returns false, writing nothing, for a year outside 0000-9999,
+/// `subsecond`. Returns false, writing nothing, for a year outside 0001-9999,
 /// which W3C datetimes cannot express.
 fn write_datetime(out: &mut Vec<u8>, open: &[u8], at: OffsetDateTime, subsecond: bool) -> bool {
     let at = at.to_offset(UtcOffset::UTC);
     let Ok(year) = u16::try_from(at.year()) else {
         return false;
     };
-    if year > 9999 {
+    // XML Schema 1.0's dateTime, which the sitemap XSD uses, has no year 0.
+    if year == 0 || year > 9999 {
         return false;
     }
     out.extend_from_slice(open);
@@ -593,6 +594,12 @@ mod tests {
             &mut out,
             b"<x>",
             datetime!(-0001-01-01 00:00 UTC),
+            false
+        ));
+        assert!(!write_datetime(
+            &mut out,
+            b"<x>",
+            datetime!(0000-12-31 23:59:59 UTC),
             false
         ));
         assert!(out.is_empty());
