@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 use sqlx::PgPool;
 
-use crate::helpers::{TestApp, binary};
+use crate::helpers::{TestApp, robots_command};
 
 #[derive(Debug, Deserialize)]
 struct Compose {
@@ -128,27 +128,19 @@ async fn the_health_check_command_asks_the_running_service(pool: PgPool) {
 
 #[sqlx::test]
 async fn sitemapd_robots_prints_a_line_per_index_file(pool: PgPool) {
-    let command = move || {
-        binary(&pool)
-            .arg("robots")
-            .env("SITEMAPD_BASE_URL", "https://www.example.com/")
-            .env(
+    let printed = robots_command(
+        &pool,
+        &[
+            ("SITEMAPD_BASE_URL", "https://www.example.com/"),
+            (
                 "SITEMAPD_SITES__SHOP__BASE_URL",
                 "https://www.example.com/shop",
-            )
-            .output()
-    };
-    let output = tokio::task::spawn_blocking(command)
-        .await
-        .expect("ran")
-        .expect("the binary runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+            ),
+        ],
+    )
+    .await;
     assert_eq!(
-        String::from_utf8(output.stdout).expect("UTF-8"),
+        printed,
         "Sitemap: https://www.example.com/sitemap_index.xml\n\
          Sitemap: https://www.example.com/shop/sitemap_index.xml\n"
     );

@@ -348,6 +348,23 @@ pub fn binary(pool: &PgPool) -> Command {
     command
 }
 
+/// What `sitemapd robots` prints over the test database, with these
+/// environment variables; fails the test if the command fails.
+pub async fn robots_command(pool: &PgPool, env: &[(&str, &str)]) -> String {
+    let mut command = binary(pool);
+    command.arg("robots").envs(env.iter().copied());
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .expect("ran")
+        .expect("the binary runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
 #[track_caller]
 pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
     response

@@ -1,6 +1,6 @@
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, Schema, TestApp, assert_valid, binary, gunzip, header};
+use crate::helpers::{BASE_URL, Schema, TestApp, assert_valid, gunzip, header, robots_command};
 
 #[sqlx::test]
 async fn empty_table_gives_a_well_formed_index_with_no_entries(pool: PgPool) {
@@ -176,22 +176,8 @@ async fn the_index_is_also_a_gzip_file_announced_as_configured(pool: PgPool) {
 
 #[sqlx::test]
 async fn sitemapd_robots_names_the_configured_index_format(pool: PgPool) {
-    let output = tokio::task::spawn_blocking(move || {
-        binary(&pool)
-            .arg("robots")
-            .env("SITEMAPD_INDEX_FORMAT", "xml.gz")
-            .output()
-    })
-    .await
-    .expect("ran")
-    .expect("the binary runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert_eq!(
-        String::from_utf8(output.stdout).expect("UTF-8"),
+        robots_command(&pool, &[("SITEMAPD_INDEX_FORMAT", "xml.gz")]).await,
         format!("Sitemap: {BASE_URL}sitemap_index.xml.gz\n")
     );
 }
