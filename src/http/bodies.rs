@@ -100,7 +100,8 @@ impl BodyBudget {
     }
 
     /// Bytes held now.
-    pub fn held(&self) -> u64 {
+    #[cfg(test)]
+    fn held(&self) -> u64 {
         self.held.lock().unwrap_or_else(|p| p.into_inner()).bytes
     }
 }
