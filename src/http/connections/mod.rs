@@ -39,8 +39,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
-pub use io::CloseReason;
-use io::{ConnectionState, GuardedStream, InFlight};
+use io::{CloseReason, ConnectionState, GuardedStream, InFlight};
 
 use crate::metrics::Metrics;
 
