@@ -90,6 +90,13 @@ pub struct Settings {
     pub summary_max_age_ms: u64,
     /// How often changed pages are rebuilt in the background (0: never).
     pub warm_up_interval_ms: u64,
+    /// How often committed changes are folded into pages.
+    pub fold_interval_ms: u64,
+    /// How long the change feed keeps an entry ("7d", "12h").
+    #[serde(with = "humantime_serde")]
+    pub change_log_retention: std::time::Duration,
+    /// Most entries the change feed keeps; the oldest go first.
+    pub change_log_max_rows: u64,
     /// Digests (`sha256:…`, from `sitemapd token`) of the write API's bearer
     /// tokens; none leaves the API off.
     #[serde(default)]
@@ -323,7 +330,16 @@ impl Settings {
                 "both at least 1".into(),
             ));
         }
+        if self.change_log_retention.is_zero() {
+            return Err(invalid(
+                "change_log_retention",
+                &humantime_serde::re::humantime::format_duration(self.change_log_retention),
+                "a duration above zero, such as \"7d\" or \"12h\"".into(),
+            ));
+        }
         for (key, value) in [
+            ("fold_interval_ms", self.fold_interval_ms),
+            ("change_log_max_rows", self.change_log_max_rows),
             ("db_read_timeout_ms", self.db_read_timeout_ms),
             ("header_read_timeout_ms", self.header_read_timeout_ms),
             ("keep_alive_timeout_ms", self.keep_alive_timeout_ms),

@@ -1,9 +1,10 @@
 //! sitemapd: always-current XML sitemaps served from PostgreSQL.
 //!
 //! Applications write page records into the `sitemap_urls` table with plain
-//! SQL; triggers in the schema keep each row's page number and a summary per
-//! page. sitemapd reads those and serves `/sitemap_index.xml` and the
-//! `/sitemap-N.xml.gz` pages, built on every request from the current rows.
+//! SQL, in transactions of their own that never wait for sitemapd. The
+//! service folds what they commit into pages (each row on one page for good)
+//! and a summary per page, a few times a second, and serves
+//! `/sitemap_index.xml` and the `/sitemap-N.xml.gz` pages from those.
 //!
 //! # Layout, from the bottom up
 //!
@@ -13,6 +14,7 @@
 //! - [`sitemap`] — the protocol, pure: limits, file names, the URL rules, the
 //!   XML writer.
 //! - [`store`] — every SQL statement; the schema itself is in `migrations/`.
+//! - `folder` — the loop that folds committed changes into pages.
 //! - `codec` — the compressors: gzip files, and gzip, br or zstd on the wire.
 //! - `render` — one page from its rows to its compressed chunks, built whole,
 //!   at most a few at once (its build slots).
@@ -40,6 +42,7 @@ mod cache;
 mod codec;
 pub mod config;
 pub mod demo;
+mod folder;
 pub mod http;
 pub mod ingest;
 mod metrics;
@@ -90,6 +93,8 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
     let settings = &config.settings;
     let store = store.with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms));
     apply_config(&store, config).await?;
+    // Serve from the first request what was committed before the start.
+    store.fold(store::Turn::Wait).await?;
     let fingerprint = pages::fingerprint(settings);
     let metrics = Arc::new(metrics::Metrics::default());
     let pages = pages::Pages {
@@ -143,6 +148,11 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
             max_body_bytes: usize::try_from(settings.api_max_body_bytes).unwrap_or(usize::MAX),
             max_records: settings.api_max_records as usize,
         },
+        fold_interval: Duration::from_millis(settings.fold_interval_ms),
+        change_log: store::Retention {
+            max_age: settings.change_log_retention,
+            max_rows: settings.change_log_max_rows,
+        },
         warm_up_interval: (settings.warm_up_interval_ms > 0)
             .then(|| Duration::from_millis(settings.warm_up_interval_ms)),
         connections: http::connections::Limits {
@@ -159,9 +169,9 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
 /// lets in-flight responses finish for up to the configured grace period,
 /// after which it returns even if some are unfinished (the binary then
 /// exits, which closes them). `/metrics` is served on
-/// `metrics_listener` when given (see `metrics_listen`). Also reports skipped
-/// rows, and warms changed pages (see `warm_up_interval_ms`), in the
-/// background while it runs.
+/// `metrics_listener` when given (see `metrics_listen`). Also folds committed
+/// changes into pages, reports skipped rows, and warms changed pages (see
+/// `warm_up_interval_ms`), in the background while it runs.
 pub async fn serve(
     listener: TcpListener,
     metrics_listener: Option<TcpListener>,
@@ -173,6 +183,15 @@ pub async fn serve(
         state.store.clone(),
         state.skip_report_interval,
     ));
+    let folder = tokio::spawn(
+        folder::Folder {
+            store: state.store.clone(),
+            summaries: state.pages.summaries.clone(),
+            interval: state.fold_interval,
+            retention: state.change_log,
+        }
+        .run(),
+    );
     let change_listener = (!state.pages.summaries.is_disabled()).then(|| {
         tokio::spawn(summaries::listen(
             state.store.clone(),
@@ -225,6 +244,7 @@ pub async fn serve(
         }
     };
     reporter.abort();
+    folder.abort();
     for task in [warm_up, change_listener].into_iter().flatten() {
         task.abort();
     }

@@ -53,6 +53,10 @@ pub struct App {
     pub api: api::ApiSettings,
     /// What response bodies in flight hold, within `response_memory_bytes`.
     pub bodies: Arc<bodies::BodyBudget>,
+    /// How often committed changes are folded into pages.
+    pub fold_interval: std::time::Duration,
+    /// What the change feed keeps.
+    pub change_log: crate::store::Retention,
     /// How often changed pages are rebuilt in the background; `None`: never.
     pub warm_up_interval: Option<std::time::Duration>,
     /// The clocks and caps of client connections.

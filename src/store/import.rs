@@ -81,38 +81,16 @@ impl ImportSession {
     }
 
     /// Applies the staged rows: rows that exist are updated where a field
-    /// differs, and new rows are inserted already packed into pages,
-    /// set-based, so the row trigger has nothing to do for them. With
-    /// `replace`, that section's rows the file does not have are then
-    /// deleted.
-    ///
-    /// New rows fill the last page of their section while it has room for
-    /// entries as large as this import's largest, then pages of
-    /// `min(max_urls, budget / largest entry)` rows: exact count packing for
-    /// ordinary URLs, and never over the byte limit for long ones. Each
-    /// section numbers its new rows with a counter of its own, which needs
-    /// no sort.
+    /// differs, and new rows are inserted, set-based; folds place them.
+    /// With `replace`, that section's rows the file does not have are then
+    /// deleted. Locks no row but those it writes.
     pub async fn apply(&mut self, replace: Option<(&str, &str)>) -> Result<ImportCounts, Error> {
         self.run(&[
             "ANALYZE import_rows",
-            IMPORT_SECTIONS,
-            // Pack against the sections' last pages as they are: hold them.
-            "INSERT INTO sitemap_sections (site, section)
-             SELECT site, section FROM import_sections ORDER BY 1, 2
-             ON CONFLICT DO NOTHING",
-            "SELECT 1 FROM sitemap_sections s
-             WHERE (s.site, s.section) IN (SELECT site, section FROM import_sections)
-             ORDER BY s.site, s.section
-             FOR UPDATE",
-            PLACE_SECTIONS,
-            CREATE_COUNTERS,
-            "ANALYZE import_sections",
-            // Under the section locks no other writer adds to these
-            // sections, but one may still add one of these locs elsewhere
-            // and commit while the statement runs. The plain INSERT (much
-            // cheaper than ON CONFLICT's speculative insertion) is tried
-            // first, and on that race the statement runs again with the
-            // conflict clause.
+            // Another writer may add one of these locs and commit while the
+            // statement runs. The plain INSERT (much cheaper than ON
+            // CONFLICT's speculative insertion) is tried first, and on that
+            // race the statement runs again with the conflict clause.
             "SAVEPOINT import_write",
         ])
         .await?;
@@ -121,12 +99,7 @@ impl ImportSession {
             .await;
         let (updated, inserted) = match plain {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                self.run(&[
-                    "ROLLBACK TO SAVEPOINT import_write",
-                    // Counters are not transactional: number from zero again.
-                    "SELECT setval(counter, 0, false) FROM import_sections",
-                ])
-                .await?;
+                self.run(&["ROLLBACK TO SAVEPOINT import_write"]).await?;
                 sqlx::query_as::<_, (i64, i64)>(WRITE_ROWS_RACED)
                     .fetch_one(&mut *self.tx)
                     .await?
@@ -165,52 +138,12 @@ impl ImportSession {
     }
 }
 
-/// The import's sections, with the largest entry each brings and the
-/// name of the counter that numbers its new rows.
-const IMPORT_SECTIONS: &str = "CREATE TEMP TABLE import_sections ON COMMIT DROP AS
-     SELECT site, section, max(sitemap_entry_bytes(loc)) AS largest,
-            1 AS tail, 0::bigint AS room, 0::bigint AS per_page,
-            'import_counter_' || row_number() OVER (ORDER BY site, section) AS counter_name,
-            NULL::regclass AS counter
-     FROM import_rows GROUP BY site, section";
-
-/// Where each section's new rows go, read under the section's lock: its
-/// last page while that has room (`room` rows) for entries as large as the
-/// import's largest, then new pages of `per_page` rows.
-const PLACE_SECTIONS: &str = "UPDATE import_sections s
-     SET (tail, room, per_page) = (
-         SELECT coalesce(t.page, 1),
-                greatest(0, least(c.max_urls - coalesce(t.url_count, 0),
-                                  (c.entry_budget - coalesce(t.bytes, 0)) / s.largest)),
-                least(c.max_urls, c.entry_budget / s.largest)
-         FROM sitemap_settings c
-         LEFT JOIN LATERAL (SELECT p.page, p.url_count, p.bytes FROM sitemap_pages p
-                            WHERE p.site = s.site AND p.section = s.section
-                            ORDER BY p.page DESC LIMIT 1) t ON true)";
-
-/// A temporary sequence per section, starting at 0. A connection keeps its
-/// sequences between imports (they cannot drop on commit), so an existing
-/// one is restarted.
-const CREATE_COUNTERS: &str = "DO $$
-     DECLARE
-         name text;
-     BEGIN
-         FOR name IN SELECT counter_name FROM import_sections LOOP
-             EXECUTE format('CREATE TEMP SEQUENCE IF NOT EXISTS %I MINVALUE 0', name);
-             PERFORM setval(format('pg_temp.%I', name)::regclass, 0, false);
-         END LOOP;
-         UPDATE import_sections SET counter = format('pg_temp.%I', counter_name)::regclass;
-     END $$";
-
 /// Writes the import in one statement, so that what is new and what is
 /// changed are judged against one snapshot: a row another writer commits
 /// meanwhile is either seen as present (and updated) or met by the INSERT
 /// (a unique violation, or the conflict clause). Rows stay in key order
-/// (the probe is a subquery per row, which keeps the scan's order), and the
-/// k-th new row of a section (k from 0, by its counter) goes to page
-/// `tail + (k - room + per_page) / per_page`: the last page while
-/// `k < room`, then a new page every `per_page` rows (`room <= per_page`
-/// keeps the dividend non-negative). Counts (updated, inserted).
+/// (the probe is a subquery per row, which keeps the scan's order). Counts
+/// (updated, inserted).
 macro_rules! write_rows {
     ($on_conflict:literal) => {
         concat!(
@@ -230,11 +163,9 @@ macro_rules! write_rows {
                        IS DISTINCT FROM (c.section, c.lastmod, c.changefreq, c.priority)
                  RETURNING 1
              ), added AS (
-                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority, page)
-                 SELECT c.site, c.section, c.loc, c.lastmod, c.changefreq, c.priority,
-                        s.tail + ((nextval(s.counter) - s.room + s.per_page) / s.per_page)::integer
+                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority)
+                 SELECT c.site, c.section, c.loc, c.lastmod, c.changefreq, c.priority
                  FROM classified c
-                 JOIN import_sections s ON s.site = c.site AND s.section = c.section
                  WHERE c.differs IS NULL ",
             $on_conflict,
             " RETURNING (xmax = 0) AS fresh

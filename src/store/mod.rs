@@ -1,10 +1,10 @@
-//! All SQL: connecting, migrating, applying configuration, and the reads the
-//! sitemaps are made of.
+//! All SQL: connecting, migrating, applying configuration, folding changes
+//! into pages, and the reads the sitemaps are made of.
 //!
-//! Page membership and per-page summaries are kept by PostgreSQL itself (see
-//! `migrations/`), so every read here is either O(pages) (the index) or one
-//! ordered index range (a page), and applications writing `sitemap_urls` with
-//! plain SQL need nothing from this process.
+//! Applications write `sitemap_urls` with plain SQL and take no lock beyond
+//! their own rows; folds (see [`fold`]) place what they committed into pages
+//! and keep one summary per page. So every read here is either O(pages) (the
+//! index) or one ordered index range of a page's placements.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,9 +18,11 @@ use time::OffsetDateTime;
 use crate::config::Settings;
 use crate::site::Site;
 
+mod fold;
 mod import;
 mod records;
 
+pub use fold::{Retention, Turn};
 pub use import::{ImportCounts, ImportSession};
 pub use records::{PageStats, SectionStats, SiteStats, StoredRecord};
 
@@ -171,9 +173,10 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the page limits and the site's base URL into the schema, which
-    /// repacks only what they no longer admit. Serialised across replicas
-    /// starting at once.
+    /// Writes the page limits and the sites' base URLs into the schema,
+    /// which takes off their pages only the rows they no longer admit (the
+    /// next fold places them again). Takes turns with folds, and with
+    /// replicas starting at once.
     pub async fn configure(
         &self,
         sites: &[Site],
@@ -181,9 +184,7 @@ impl Store {
         entry_budget: u64,
     ) -> Result<(), Error> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT 1 FROM sitemap_settings FOR UPDATE")
-            .execute(&mut *tx)
-            .await?;
+        fold::take_turn(&mut tx, Turn::Wait).await?;
         sqlx::query("SELECT sitemap_configure_limits($1, $2)")
             .bind(i32::try_from(max_urls).unwrap_or(i32::MAX))
             .bind(i64::try_from(entry_budget).unwrap_or(i64::MAX))
@@ -234,10 +235,15 @@ impl Store {
         section: &'a str,
         page: i32,
     ) -> impl Stream<Item = Result<UrlRow, Error>> + Send + 'a {
+        // A row whose site, section or loc changed since it was placed is
+        // another URL: it leaves this page now, and the next fold places it.
         let rows = sqlx::query_as(
-            "SELECT id, loc, lastmod, changefreq, priority, updated_at FROM sitemap_urls
-             WHERE site = $1 AND section = $2 AND page = $3
-             ORDER BY id",
+            "SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at
+             FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+             WHERE p.site = $1 AND p.section = $2 AND p.page = $3
+               AND u.site = p.site AND u.section = p.section
+               AND hashtextextended(u.loc, 0) = p.loc_hash
+             ORDER BY p.id",
         )
         .bind(site)
         .bind(section)
@@ -266,27 +272,31 @@ impl Store {
     }
 
     /// Rows left out of the sitemaps that have not been reported yet, marked
-    /// reported in the same statement, so each is logged once by whichever
-    /// replica takes it.
+    /// reported in the same transaction, so each is logged once by whichever
+    /// replica takes it. Takes its turn with folds, which write the same
+    /// placements.
     pub async fn take_unreported_skips(&self, limit: i64) -> Result<Vec<SkippedRow>, Error> {
-        Ok(sqlx::query_as(
-            "UPDATE sitemap_urls u SET skip_logged = true
-             FROM (SELECT id FROM sitemap_urls
+        let mut tx = self.pool.begin().await?;
+        fold::take_turn(&mut tx, Turn::Wait).await?;
+        let skipped = sqlx::query_as(
+            "UPDATE sitemap_placements p SET skip_logged = true
+             FROM (SELECT id FROM sitemap_placements
                    WHERE skip_reason IS NOT NULL AND NOT skip_logged
-                   ORDER BY id LIMIT $1
-                   FOR UPDATE SKIP LOCKED) t
-             WHERE u.id = t.id
-             RETURNING u.id, u.site, u.section, u.loc, u.skip_reason AS reason",
+                   ORDER BY id LIMIT $1) t, sitemap_urls u
+             WHERE p.id = t.id AND u.id = p.id
+             RETURNING p.id, p.site, p.section, u.loc, p.skip_reason AS reason",
         )
         .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(skipped)
     }
 
     /// How many rows each site has left out of its sitemaps.
     pub async fn skipped_counts(&self) -> Result<Vec<(String, i64)>, Error> {
         Ok(sqlx::query_as(
-            "SELECT site, count(*) FROM sitemap_urls WHERE skip_reason IS NOT NULL GROUP BY site",
+            "SELECT site, count(*) FROM sitemap_placements WHERE skip_reason IS NOT NULL GROUP BY site",
         )
         .fetch_all(&self.pool)
         .await?)

@@ -56,8 +56,13 @@ impl Store {
     /// The row of `(site, loc)`, if any.
     pub async fn record(&self, site: &str, loc: &str) -> Result<Option<StoredRecord>, Error> {
         Ok(sqlx::query_as(
-            "SELECT site, section, loc, lastmod, changefreq, priority, updated_at, page, skip_reason
-             FROM sitemap_urls WHERE site = $1 AND loc = $2",
+            "SELECT u.site, u.section, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
+                    p.page, p.skip_reason
+             FROM sitemap_urls u
+             LEFT JOIN sitemap_placements p
+                 ON p.id = u.id AND p.site = u.site AND p.section = u.section
+                AND p.loc_hash = hashtextextended(u.loc, 0)
+             WHERE u.site = $1 AND u.loc = $2",
         )
         .bind(site)
         .bind(loc)
@@ -107,7 +112,7 @@ impl Store {
             })
             .collect();
         let skipped: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT site, section, count(*) FROM sitemap_urls
+            "SELECT site, section, count(*) FROM sitemap_placements
              WHERE skip_reason IS NOT NULL GROUP BY site, section",
         )
         .fetch_all(&mut *tx)

@@ -61,6 +61,7 @@ async fn a_browser_shows_the_index_and_pages_as_tables(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("seed");
+    app.fold().await;
 
     let index = chromium(vec!["--dump-dom".into()], app.url("/sitemap_index.xml")).await;
     assert!(index.contains("<h1>Sitemap index</h1>"), "{index}");

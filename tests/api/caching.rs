@@ -88,6 +88,7 @@ async fn a_row_change_invalidates_exactly_its_page_and_the_index(pool: PgPool) {
         .execute(&app.pool)
         .await
         .expect("update a row of page 2");
+    app.fold().await;
     let statuses: Vec<u16> = {
         let mut statuses = Vec::new();
         for (path, etag) in paths.iter().zip(&before) {

@@ -65,28 +65,26 @@ async fn a_database_outage_is_a_503_with_retry_after_and_service_resumes(pool: P
     assert_eq!(app.page("/sitemap-1.xml.gz").await.urls.len(), 3);
 }
 
-/// Fills page 1 to its limit through the triggers, then slips rows into it
-/// behind their back (as a restore with triggers disabled can), so the
-/// summary admits a page the writer will find over its limit mid-way. The
+/// Fills page 1 to its limit through folds, then slips rows into it behind
+/// their back (as a botched restore of the placements can), so the summary
+/// admits a page the writer will find over its limit mid-way. The
 /// locs are hashes, which compress poorly, and the page is megabytes long:
 /// the server flushes many chunks to the client before the writer meets the
 /// smuggled rows at the end.
 async fn overfill_first_page(app: &TestApp) {
     app.insert_hashed_urls(20_000).await;
-    let mut conn = app.pool.acquire().await.expect("connection");
-    sqlx::query("SET session_replication_role = replica")
-        .execute(&mut *conn)
-        .await
-        .expect("disable triggers");
-    sqlx::query("INSERT INTO sitemap_urls (loc, page) SELECT $1 || 'smuggled/' || g, 1 FROM generate_series(1, 5) g")
-        .bind(BASE_URL)
-        .execute(&mut *conn)
-        .await
-        .expect("smuggle rows");
-    sqlx::query("SET session_replication_role = DEFAULT")
-        .execute(&mut *conn)
-        .await
-        .expect("enable triggers");
+    sqlx::query(
+        "WITH smuggled AS (
+             INSERT INTO sitemap_urls (loc) SELECT $1 || 'smuggled/' || g FROM generate_series(1, 5) g
+             RETURNING id, site, section, loc
+         )
+         INSERT INTO sitemap_placements (id, site, section, loc_hash, page, bytes)
+         SELECT id, site, section, hashtextextended(loc, 0), 1, 0 FROM smuggled",
+    )
+    .bind(BASE_URL)
+    .execute(&app.pool)
+    .await
+    .expect("smuggle rows");
 }
 
 #[sqlx::test]

@@ -256,10 +256,25 @@ impl TestApp {
         locs
     }
 
+    /// Folds what the test committed into pages, as the service's next
+    /// round would; returns the rows folded.
+    pub async fn fold(&self) -> u64 {
+        let folded = self
+            .state
+            .store
+            .fold(sitemapd::store::Turn::Wait)
+            .await
+            .expect("fold")
+            .expect("a waiting fold always runs");
+        self.state.pages.summaries.invalidate();
+        folded
+    }
+
     /// The locs the table holds for the served site, sorted.
     pub async fn table_locs(&self) -> Vec<String> {
         sqlx::query_scalar(
-            "SELECT loc FROM sitemap_urls WHERE site = 'default' AND skip_reason IS NULL ORDER BY loc COLLATE \"C\"",
+            "SELECT u.loc FROM sitemap_urls u JOIN sitemap_placements p ON p.id = u.id
+             WHERE u.site = 'default' AND p.skip_reason IS NULL ORDER BY u.loc COLLATE \"C\"",
         )
         .fetch_all(&self.pool)
         .await
@@ -278,6 +293,7 @@ impl TestApp {
         .execute(&self.pool)
         .await
         .expect("insert rows");
+        self.fold().await;
     }
 
     /// Inserts `n` rows whose locs are hashes: long and poorly compressible,
@@ -292,6 +308,7 @@ impl TestApp {
         .execute(&self.pool)
         .await
         .expect("hashed rows");
+        self.fold().await;
     }
 
     /// Logs skipped rows now, as the background reporter would.

@@ -25,8 +25,9 @@ fn options(format: Format) -> ImportOptions {
     }
 }
 
+/// Imports `file`, then folds, as the service's next round would.
 async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions) -> ImportReport {
-    import(
+    let report = import(
         &app.state.store,
         app.state.sites.all(),
         Input::File(file.to_owned()),
@@ -34,7 +35,9 @@ async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions) -> 
         |_| {},
     )
     .await
-    .expect("import runs")
+    .expect("import runs");
+    app.fold().await;
+    report
 }
 
 fn write(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
@@ -330,6 +333,7 @@ async fn a_loc_written_elsewhere_meanwhile_is_updated_not_duplicated(pool: PgPoo
     until_a_statement_waits_on_a_lock(&app.pool).await;
     other.commit().await.expect("commit");
     let report = importing.await.expect("joined");
+    app.fold().await;
     assert!(report.written);
     assert_eq!(
         (report.counts.inserted, report.counts.updated),
@@ -394,13 +398,15 @@ async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
     app.insert_urls("", "before-", 3).await;
     let before = app.table_locs().await;
     let pool = app.pool.clone();
-    // Hold the section the file writes to: the import copies its rows,
-    // then waits for the section's lock, its transaction open.
+    // Another writer holds, uncommitted, the file's last loc: the import
+    // copies its rows, then its insert waits on that key, its transaction
+    // open.
     let mut holder = app.pool.begin().await.expect("transaction");
-    sqlx::query("SELECT 1 FROM sitemap_sections WHERE section = '' FOR UPDATE")
+    sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ($1)")
+        .bind(format!("{BASE_URL}half/49999"))
         .execute(&mut *holder)
         .await
-        .expect("lock");
+        .expect("hold a key");
     let mut child = binary(&pool)
         .args(["import", "-", "--format", "jsonl"])
         .stdin(Stdio::piped())
@@ -411,23 +417,11 @@ async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
     let mut stdin = child.stdin.take().expect("stdin");
     let lines = jsonl(&(0..50_000).map(|i| format!("half/{i}")).collect::<Vec<_>>());
     tokio::task::spawn_blocking(move || stdin.write_all(lines.as_bytes()).expect("feed"));
-    loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE datname = current_database() AND wait_event_type = 'Lock'
-               AND query LIKE '%FROM sitemap_sections%'",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .expect("activity");
-        if waiting > 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_a_statement_waits_on_a_lock(&app.pool).await;
     child.kill().expect("kill");
     let _ = child.wait();
     holder.rollback().await.expect("release");
+    app.fold().await;
     // Whatever the killed import wrote was never committed.
     assert_eq!(app.table_locs().await, before);
     assert_eq!(app.served_locs().await, before);

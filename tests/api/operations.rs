@@ -19,6 +19,7 @@ async fn metrics_name_what_the_service_does(pool: PgPool) {
         .execute(&app.pool)
         .await
         .expect("a row left out");
+    app.fold().await;
     let etag = header(&app.get("/sitemap-1.xml.gz").await, "etag").to_owned();
     app.page("/sitemap-1.xml.gz").await;
     app.index().await;

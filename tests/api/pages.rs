@@ -47,6 +47,7 @@ async fn the_byte_limit_cuts_pages_of_long_urls(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("insert long rows");
+    app.fold().await;
 
     let pages = app.crawl().await;
     assert!(
@@ -95,6 +96,7 @@ async fn locs_are_escaped_and_round_trip(pool: PgPool) {
             .execute(&app.pool)
             .await
             .expect("insert");
+        app.fold().await;
     }
     let page = app.page("/sitemap-1.xml.gz").await;
     let served: Vec<&str> = page.urls.iter().map(|u| u.loc.as_str()).collect();
@@ -124,6 +126,7 @@ async fn optional_fields_are_rendered_in_protocol_form(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("insert");
+    app.fold().await;
     let urls = app.page("/sitemap-1.xml.gz").await.urls;
     let full = &urls[0];
     assert_eq!(full.lastmod.as_deref(), Some("2026-03-04T03:06:07+00:00"));

@@ -115,6 +115,7 @@ async fn a_crawl_through_nginx_returns_exactly_the_table(pool: PgPool) {
             .execute(&app.pool)
             .await
             .expect("seed");
+        app.fold().await;
     }
     let nginx = Nginx::start(app.addr.port()).await;
 

@@ -48,6 +48,7 @@ async fn an_unchanged_page_is_never_rebuilt_and_a_changed_one_never_served_stale
         .execute(&app.pool)
         .await
         .expect("update");
+    app.fold().await;
     let page = app.page("/sitemap-1.xml.gz").await;
     assert_eq!(page.urls[1].priority.as_deref(), Some("0.3"), "never stale");
     assert_eq!(built(&app).await, 2.0);
@@ -247,6 +248,7 @@ async fn kept_summaries_follow_every_write(pool: PgPool) {
         .execute(&app.pool)
         .await
         .expect("update");
+    app.fold().await;
     let second = etag_after_change(&app, "/sitemap-1.xml.gz", &first).await;
     let page = app.page("/sitemap-1.xml.gz").await;
     assert_eq!(page.urls[0].priority.as_deref(), Some("0.2"));
@@ -374,6 +376,10 @@ async fn reads_go_to_the_read_replica_and_writes_to_the_primary(pool: PgPool) {
         .execute(&replica)
         .await
         .expect("replayed row");
+    replicated
+        .fold(sitemapd::store::Turn::Wait)
+        .await
+        .expect("replica folded, as replication would have it");
 
     let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
     let app = TestApp::spawn_on(store, pool.clone(), |_| {}).await;

@@ -35,6 +35,7 @@ async fn seed(app: &TestApp) {
             .execute(&app.pool)
             .await
             .expect("seed");
+        app.fold().await;
     }
     // A row filed under the wrong site: outside its base URL, never served.
     sqlx::query("INSERT INTO sitemap_urls (site, loc) VALUES ('blog', $1)")
@@ -42,6 +43,7 @@ async fn seed(app: &TestApp) {
         .execute(&app.pool)
         .await
         .expect("seed");
+    app.fold().await;
 }
 
 async fn body(response: reqwest::Response) -> String {
@@ -126,6 +128,7 @@ async fn a_proxy_that_strips_the_prefix_is_served_too(pool: PgPool) {
         .execute(&app.pool)
         .await
         .expect("seed");
+    app.fold().await;
     let index = body(
         app.get_as("www.example.com", "/sitemap_index.xml", &[])
             .await,

@@ -263,6 +263,7 @@ async fn a_batch_failing_in_the_database_leaves_nothing_behind(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("trigger");
+    app.fold().await;
     let response = send_authed(
         &app,
         Method::PUT,
@@ -447,6 +448,7 @@ async fn stats_count_sites_sections_pages_and_skips(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("an out-of-scope row");
+    app.fold().await;
     let response = send_authed(&app, Method::GET, "/api/v1/stats", &[], "").await;
     assert_eq!(response.status(), 200);
     let stats: Value = response.json_value().await;

@@ -1,5 +1,6 @@
 //! Applications write `sitemap_urls` with plain SQL, in their own
-//! transactions; the next request reflects every change.
+//! transactions; once folded (the service does it every `fold_interval_ms`,
+//! these tests when they choose), the next request reflects every change.
 
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -19,13 +20,14 @@ fn lastmod_of(index: &[crate::helpers::IndexEntry], file: &str) -> OffsetDateTim
 async fn insert_update_and_delete_each_show_and_move_lastmod_forward(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let exec = |sql: &'static str| {
-        let pool = app.pool.clone();
+        let app = &app;
         async move {
             sqlx::query(sql)
                 .bind(BASE_URL)
-                .execute(&pool)
+                .execute(&app.pool)
                 .await
                 .expect(sql);
+            app.fold().await;
         }
     };
     exec("INSERT INTO sitemap_urls (loc) VALUES ($1 || 'a'), ($1 || 'b')").await;
@@ -94,6 +96,7 @@ async fn a_change_moves_only_its_own_pages_lastmod(pool: PgPool) {
         .execute(&app.pool)
         .await
         .expect("update");
+    app.fold().await;
     let after = app.index().await;
     assert_eq!(after[0], before[0]);
     assert!(lastmod_of(&after, "sitemap-2.xml.gz") > lastmod_of(&before, "sitemap-2.xml.gz"));
@@ -120,6 +123,7 @@ async fn membership_is_stable_and_new_rows_fill_the_last_page(pool: PgPool) {
             .execute(&app.pool)
             .await
             .expect(statement);
+        app.fold().await;
     }
     let after = app.crawl().await;
     let pages: Vec<(&str, Vec<String>)> =
@@ -141,6 +145,7 @@ async fn membership_is_stable_and_new_rows_fill_the_last_page(pool: PgPool) {
         .execute(&app.pool)
         .await
         .expect("rename");
+    app.fold().await;
     let renamed = app.crawl().await;
     assert_eq!(renamed[0].1, [loc("p3")]);
     assert_eq!(renamed[3].1, [loc("p1-renamed"), loc("n3")]);
@@ -167,6 +172,7 @@ async fn concurrent_writers_of_one_section_lose_and_overfill_nothing(pool: PgPoo
         }
     };
     tokio::join!(writer("left"), writer("right"), writer("middle"));
+    app.fold().await;
     let pages = app.crawl().await;
     assert!(pages.iter().all(|(_, locs)| locs.len() <= 100));
     assert_eq!(
@@ -210,6 +216,7 @@ async fn rows_outside_the_base_url_are_left_out_counted_and_logged_once(pool: Pg
     .execute(&app.pool)
     .await
     .expect("insert bad rows");
+    app.fold().await;
 
     assert_eq!(
         app.served_locs().await,
@@ -244,6 +251,7 @@ async fn rows_outside_the_base_url_are_left_out_counted_and_logged_once(pool: Pg
     .execute(&app.pool)
     .await
     .expect("fix");
+    app.fold().await;
     assert!(
         app.served_locs()
             .await
@@ -264,6 +272,7 @@ async fn rows_a_sitemap_cannot_carry_are_left_out_and_never_break_the_page(pool:
     .execute(&app.pool)
     .await
     .expect("insert");
+    app.fold().await;
     // The schema refuses control characters and locs over 2,048 characters
     // as served (2,000 CJK characters are 18,000 once percent-encoded); a
     // database whose constraint was dropped (or predates it) must still get
@@ -272,11 +281,13 @@ async fn rows_a_sitemap_cannot_carry_are_left_out_and_never_break_the_page(pool:
         .execute(&app.pool)
         .await
         .expect("drop constraint");
+    app.fold().await;
     sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ($1 || E'bad\\x01\\x0b'), ($1 || repeat('語', 2000)), ($1 || 'after')")
         .bind(BASE_URL)
         .execute(&app.pool)
         .await
         .expect("insert");
+    app.fold().await;
     let locs: Vec<String> = app
         .page("/sitemap-1.xml.gz")
         .await

@@ -32,6 +32,7 @@ use crate::ingest::formats::Position;
 use crate::ingest::import::{Rejected, write_records};
 use crate::ingest::validate::{RawRecord, Record, Validator};
 use crate::sitemap::{Encoding, PageName};
+use crate::store::Turn;
 
 /// What an upsert batch's elements must be, for error messages.
 const RECORD_SHAPE: &str =
@@ -130,9 +131,19 @@ async fn put_urls(
 ) -> Result<Json<WriteSummary>, HttpError> {
     let records = read_records::<RawRecord>(&state, &headers, body, RECORD_SHAPE).await?;
     let counts = write_records(&state.store, &records).await?;
-    // This process serves its own writes at once, before any notification.
-    state.pages.summaries.invalidate();
+    show_at_once(&state).await;
     Ok(Json(WriteSummary::new(records.len(), counts)))
+}
+
+/// Folds a committed write before answering, and drops this process's
+/// summaries before any notification: the next request sees the write. A
+/// fold that fails leaves the write to the next round (it is committed, so
+/// the request still succeeds).
+async fn show_at_once(state: &AppState) {
+    if let Err(error) = state.store.fold(Turn::Wait).await {
+        tracing::warn!(%error, "could not fold a write at once; the next round will");
+    }
+    state.pages.summaries.invalidate();
 }
 
 /// Delete a batch of records by loc.
@@ -164,7 +175,7 @@ async fn delete_urls(
         .map(|r| (r.site.clone(), r.loc.clone()))
         .unzip();
     let deleted = state.store.delete_records(&sites, &locs).await?;
-    state.pages.summaries.invalidate();
+    show_at_once(&state).await;
     let received = records.len() as u64;
     Ok(Json(DeleteSummary {
         received,

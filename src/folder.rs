@@ -1,0 +1,67 @@
+//! The fold loop: places what applications committed into pages, a few
+//! times a second, for as long as the service runs.
+//!
+//! Every replica runs it. Folds take turns in the database, and a round that
+//! finds another replica folding skips its turn, so one folds at a time and,
+//! when it dies (its connection closes, its lock goes with it), the next
+//! round of any other takes over. A fold is one transaction: one killed
+//! midway leaves nothing behind, and the next one starts where the last
+//! committed fold ended.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::store::{Retention, Store, Turn};
+use crate::summaries::Summaries;
+
+/// How often the feed is pruned, at most.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+/// How long to wait after a failed fold before the next try, at most.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// What the loop needs.
+#[derive(Debug, Clone)]
+pub struct Folder {
+    pub store: Store,
+    pub summaries: Arc<Summaries>,
+    pub interval: Duration,
+    pub retention: Retention,
+}
+
+impl Folder {
+    /// Folds every `interval` until aborted.
+    pub async fn run(self) {
+        let mut ticker = tokio::time::interval(self.interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_prune: Option<tokio::time::Instant> = None;
+        let mut backoff = self.interval;
+        loop {
+            ticker.tick().await;
+            match self.store.fold(Turn::Skip).await {
+                Ok(Some(folded)) => {
+                    backoff = self.interval;
+                    if folded > 0 {
+                        tracing::debug!(rows = folded, "folded changes into pages");
+                        self.summaries.invalidate();
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "could not fold changes into pages");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            }
+            if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+                last_prune = Some(tokio::time::Instant::now());
+                match self.store.prune_changes(self.retention).await {
+                    Ok(0) => {}
+                    Ok(pruned) => tracing::debug!(rows = pruned, "pruned the change feed"),
+                    Err(error) => tracing::warn!(%error, "could not prune the change feed"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Folding committed changes into pages, and pruning the change feed.
+//!
+//! Applications' transactions only mark what they change (see the migration
+//! `placement_in_the_service`); `sitemap_fold()` in the schema does the
+//! placing. This runs it the one way it is correct: in a REPEATABLE READ
+//! transaction that locks `sitemap_fold_state` before its first query, so
+//! folds from any number of replicas take turns and each reads with a
+//! snapshot newer than the last.
+
+use std::time::Duration;
+
+use time::OffsetDateTime;
+
+use super::{Error, Store};
+
+/// Whether a fold waits for one already running elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// Wait for it, then fold what is left: a write that must show at once.
+    Wait,
+    /// Leave it to the fold running: the periodic round.
+    Skip,
+}
+
+/// What a fold may leave of the feed.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub max_age: Duration,
+    pub max_rows: u64,
+}
+
+impl Store {
+    /// Folds every change committed so far into pages and summaries.
+    /// Returns how many rows it placed, changed in place or took off a
+    /// page; `None` when `turn` is [`Turn::Skip`] and another fold holds
+    /// the turn.
+    pub async fn fold(&self, turn: Turn) -> Result<Option<u64>, Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *tx)
+            .await?;
+        if !take_turn(&mut tx, turn).await? {
+            return Ok(None);
+        }
+        let folded: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Some(u64::try_from(folded).unwrap_or(0)))
+    }
+
+    /// When the last fold ran: changes committed before it are served.
+    pub async fn folded_at(&self) -> Result<OffsetDateTime, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT folded_at FROM sitemap_fold_state")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Deletes feed entries older than the retention, then the oldest past
+    /// its row cap. Returns how many went.
+    pub async fn prune_changes(&self, retention: Retention) -> Result<u64, Error> {
+        let max_age = retention.max_age.as_secs_f64();
+        let by_age = sqlx::query(
+            "DELETE FROM sitemap_changes
+             WHERE committed_at < now() - make_interval(secs => $1)",
+        )
+        .bind(max_age)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        let by_count = sqlx::query(
+            "DELETE FROM sitemap_changes
+             WHERE seq <= (SELECT max(seq) FROM sitemap_changes) - $1",
+        )
+        .bind(i64::try_from(retention.max_rows).unwrap_or(i64::MAX))
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(by_age + by_count)
+    }
+}
+
+/// Locks `sitemap_fold_state` for this transaction, before any query takes
+/// its snapshot; false when `turn` is [`Turn::Skip`] and it is taken.
+pub(super) async fn take_turn(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    turn: Turn,
+) -> Result<bool, Error> {
+    let lock = match turn {
+        Turn::Wait => {
+            // A fold of a bulk load takes a while; a lock that stays
+            // taken longer than this is a stuck session, reported as such.
+            sqlx::query("SET LOCAL lock_timeout = '60s'")
+                .execute(&mut **tx)
+                .await?;
+            "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE"
+        }
+        Turn::Skip => "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE NOWAIT",
+    };
+    match sqlx::query(lock).execute(&mut **tx).await {
+        Ok(_) => Ok(true),
+        // lock_not_available
+        Err(sqlx::Error::Database(e))
+            if turn == Turn::Skip && e.code().as_deref() == Some("55P03") =>
+        {
+            Ok(false)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
