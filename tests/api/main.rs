@@ -7,6 +7,7 @@ mod connections;
 mod deploy;
 mod encodings;
 mod failures;
+mod folding;
 mod helpers;
 mod import;
 mod index;
