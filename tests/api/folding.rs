@@ -120,36 +120,16 @@ async fn a_fold_killed_midway_leaves_nothing_and_another_takes_over(pool: PgPool
     .await;
 
     // A folder that has done its work but not committed, when its process
-    // dies (its session ends).
-    let mut folder = app.pool.acquire().await.expect("connection");
-    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(&mut *folder)
-        .await
-        .expect("pid");
-    exec_on(&mut folder, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
-    exec_on(
-        &mut folder,
-        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
-    )
+    // dies (its session ends); meanwhile no one else folds.
+    let folded = fold_and_die(&app, || async {
+        assert_eq!(
+            app.state.store.fold(Turn::Skip).await.expect("fold"),
+            None,
+            "one fold at a time"
+        );
+    })
     .await;
-    let folded: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
-        .fetch_one(&mut *folder)
-        .await
-        .expect("fold");
     assert_eq!(folded, 500);
-    // Meanwhile no one else folds.
-    assert_eq!(
-        app.state.store.fold(Turn::Skip).await.expect("fold"),
-        None,
-        "one fold at a time"
-    );
-    let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
-        .bind(pid)
-        .fetch_one(&app.pool)
-        .await
-        .expect("terminate");
-    assert!(killed);
-    drop(folder);
 
     // The service's own loop takes over within seconds, and places every
     // row once.
@@ -178,6 +158,36 @@ async fn a_fold_killed_midway_leaves_nothing_and_another_takes_over(pool: PgPool
 
 async fn exec_on(conn: &mut sqlx::PgConnection, sql: &'static str) {
     sqlx::query(sql).execute(conn).await.expect(sql);
+}
+
+/// Folds as the service does, runs `meanwhile`, then ends the folding
+/// session before it commits, as a folder's death would. Returns what the
+/// fold had done.
+async fn fold_and_die<F: Future<Output = ()>>(app: &TestApp, meanwhile: impl FnOnce() -> F) -> i64 {
+    let mut folder = app.pool.acquire().await.expect("connection");
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *folder)
+        .await
+        .expect("pid");
+    exec_on(&mut folder, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
+    exec_on(
+        &mut folder,
+        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
+    )
+    .await;
+    let folded: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
+        .fetch_one(&mut *folder)
+        .await
+        .expect("fold");
+    meanwhile().await;
+    let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(&app.pool)
+        .await
+        .expect("terminate");
+    assert!(killed);
+    drop(folder);
+    folded
 }
 
 #[sqlx::test]
@@ -391,27 +401,7 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
     let killer = async {
         for _ in 0..5 {
             tokio::time::sleep(Duration::from_millis(150)).await;
-            let mut folder = app.pool.acquire().await.expect("connection");
-            let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-                .fetch_one(&mut *folder)
-                .await
-                .expect("pid");
-            exec_on(&mut folder, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
-            exec_on(
-                &mut folder,
-                "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
-            )
-            .await;
-            let _: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
-                .fetch_one(&mut *folder)
-                .await
-                .expect("fold");
-            let _: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
-                .bind(pid)
-                .fetch_one(&app.pool)
-                .await
-                .expect("terminate");
-            drop(folder);
+            fold_and_die(&app, || async {}).await;
         }
     };
     // Rows never move: whenever two looks see a row with the same identity,

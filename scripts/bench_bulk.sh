@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Plain-SQL bulk load, side by side: the same N rows are COPYed into
+# sitemap_urls (with its triggers) and into a copy of it with the same
+# columns, defaults, CHECKs and indexes but no triggers, alternating, in one
+# run; then the service's fold places the sitemap_urls rows, timed on its own.
+#
+#   scripts/bench_bulk.sh [--rows N] [--runs N] BINARY
+#
+# Needs psql and PostgreSQL at $PG_BASE (default
+# postgres://postgres@127.0.0.1:5432); creates and drops sitemapd_bench_bulk.
+set -euo pipefail
+
+rows=10000000
+runs=2
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --rows) rows=$2; shift 2 ;;
+        --runs) runs=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
+[[ $# -eq 1 ]] || { echo "usage: $0 [--rows N] [--runs N] BINARY" >&2; exit 2; }
+binary=$1
+pg_base=${PG_BASE:-postgres://postgres@127.0.0.1:5432}
+db=sitemapd_bench_bulk
+url="$pg_base/$db"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# section, loc, lastmod: shop-like URLs of three sections.
+psql -qAt "$pg_base/postgres" -c "COPY (
+    SELECT (ARRAY['blog','products','news'])[1 + g % 3],
+           'http://localhost:8080/' || (ARRAY['blog','products','news'])[1 + g % 3] || '/'
+               || substr(md5(g::text), 1, 10) || '-item-' || g,
+           timestamptz '2026-01-01' + make_interval(secs => g % 31536000)
+    FROM generate_series(1, $rows) g) TO STDOUT" > "$work/rows.tsv"
+
+now() { date +%s.%N; }
+psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS $db"
+for run in $(seq 1 "$runs"); do
+    DATABASE_URL=$url SITEMAPD_BASE_URL=http://localhost:8080/ "$binary" migrate >/dev/null
+    psql -q "$url" -c "DROP TABLE IF EXISTS bare_urls; CREATE TABLE bare_urls (LIKE sitemap_urls INCLUDING ALL)"
+    for table in sitemap_urls bare_urls; do
+        psql -q "$url" -c "TRUNCATE $table" -c "CHECKPOINT"
+        start=$(now)
+        psql -q "$url" -c "\\copy $table (section, loc, lastmod) FROM '$work/rows.tsv'"
+        echo "run $run: COPY into $table: $(echo "$(now) - $start" | bc) s"
+    done
+    psql -q "$url" -c "CHECKPOINT"
+    start=$(now)
+    psql -qAt "$url" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
+        -c "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE" \
+        -c "SELECT 'folded ' || sitemap_fold()" -c "COMMIT"
+    echo "run $run: fold: $(echo "$(now) - $start" | bc) s"
+    psql -q "$pg_base/postgres" -c "DROP DATABASE $db"
+done
