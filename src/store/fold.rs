@@ -42,6 +42,13 @@ impl Store {
         if !take_turn(&mut tx, turn).await? {
             return Ok(None);
         }
+        // A bulk load folds as one batch: its sorts stay in memory, and
+        // compiling the plans (their estimates look huge) costs more than
+        // it saves (measured on 200,000 new rows: 8.9 s with both as they
+        // default, 5.9 s without).
+        for setting in ["SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off"] {
+            sqlx::query(setting).execute(&mut *tx).await?;
+        }
         let folded: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
             .fetch_one(&mut *tx)
             .await?;
