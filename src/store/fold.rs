@@ -9,8 +9,6 @@
 
 use std::time::Duration;
 
-use time::OffsetDateTime;
-
 use super::{Error, Store};
 
 /// Whether a fold waits for one already running elsewhere.
@@ -54,15 +52,6 @@ impl Store {
             .await?;
         tx.commit().await?;
         Ok(Some(u64::try_from(folded).unwrap_or(0)))
-    }
-
-    /// When the last fold ran: changes committed before it are served.
-    pub async fn folded_at(&self) -> Result<OffsetDateTime, Error> {
-        Ok(
-            sqlx::query_scalar("SELECT folded_at FROM sitemap_fold_state")
-                .fetch_one(&self.pool)
-                .await?,
-        )
     }
 
     /// Deletes feed entries older than the retention, then the oldest past

@@ -111,22 +111,18 @@ async fn a_long_transaction_makes_no_other_writer_wait(pool: PgPool) {
 async fn a_fold_killed_midway_leaves_nothing_and_another_takes_over(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.max_urls = 100).await;
     app.insert_urls("", "before/", 150).await;
-    exec(
-        &app.pool,
-        &format!(
-            "INSERT INTO sitemap_urls (loc) SELECT '{BASE_URL}after/' || g FROM generate_series(1, 500) g"
-        ),
-    )
-    .await;
 
-    // A folder that has done its work but not committed, when its process
-    // dies (its session ends); meanwhile no one else folds.
-    let folded = fold_and_die(&app, || async {
-        assert_eq!(
-            app.state.store.fold(Turn::Skip).await.expect("fold"),
-            None,
-            "one fold at a time"
-        );
+    // A folder takes its turn, then rows are committed (without waiting
+    // for it), then it folds them and its process dies before it commits
+    // (its session ends).
+    let folded = fold_and_die(&app, async {
+        exec(
+            &app.pool,
+            &format!(
+                "INSERT INTO sitemap_urls (loc) SELECT '{BASE_URL}after/' || g FROM generate_series(1, 500) g"
+            ),
+        )
+        .await;
     })
     .await;
     assert_eq!(folded, 500);
@@ -160,10 +156,11 @@ async fn exec_on(conn: &mut sqlx::PgConnection, sql: &'static str) {
     sqlx::query(sql).execute(conn).await.expect(sql);
 }
 
-/// Folds as the service does, runs `meanwhile`, then ends the folding
+/// Takes the fold's turn as the service does, runs `before_fold`, folds,
+/// checks that no one else can fold meanwhile, then ends the folding
 /// session before it commits, as a folder's death would. Returns what the
 /// fold had done.
-async fn fold_and_die<F: Future<Output = ()>>(app: &TestApp, meanwhile: impl FnOnce() -> F) -> i64 {
+async fn fold_and_die(app: &TestApp, before_fold: impl Future<Output = ()>) -> i64 {
     let mut folder = app.pool.acquire().await.expect("connection");
     let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
         .fetch_one(&mut *folder)
@@ -175,11 +172,16 @@ async fn fold_and_die<F: Future<Output = ()>>(app: &TestApp, meanwhile: impl FnO
         "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
     )
     .await;
+    before_fold.await;
     let folded: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
         .fetch_one(&mut *folder)
         .await
         .expect("fold");
-    meanwhile().await;
+    assert_eq!(
+        app.state.store.fold(Turn::Skip).await.expect("fold"),
+        None,
+        "one fold at a time"
+    );
     let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
         .bind(pid)
         .fetch_one(&app.pool)
@@ -401,7 +403,7 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
     let killer = async {
         for _ in 0..5 {
             tokio::time::sleep(Duration::from_millis(150)).await;
-            fold_and_die(&app, || async {}).await;
+            fold_and_die(&app, async {}).await;
         }
     };
     // Rows never move: whenever two looks see a row with the same identity,

@@ -222,7 +222,7 @@ async fn a_change_mark_written_by_hand_is_replaced_by_the_writers_own(pool: PgPo
     .execute(&app.pool)
     .await
     .expect("copy");
-    assert_eq!(app.fold().await, 3);
+    app.fold().await;
     assert_eq!(app.served_locs().await, app.table_locs().await);
     assert_eq!(app.served_locs().await.len(), 3);
 }
