@@ -438,7 +438,8 @@ BEGIN
         FROM sitemap_fold_rows f
         LEFT JOIN sitemap_sites s ON s.site = f.site
         WHERE NOT EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id)
-    ), sections AS (
+    ), sections AS MATERIALIZED (
+        -- one look at each section's last page, not one per row
         SELECT g.site, g.section,
                coalesce(t.page, 1) AS tail,
                greatest(0, least(c.max_urls - coalesce(t.url_count, 0),
@@ -451,7 +452,10 @@ BEGIN
                            WHERE p.site = g.site AND p.section = g.section
                            ORDER BY p.page DESC LIMIT 1) t ON true
     ), numbered AS (
-        SELECT f.*, row_number() OVER (PARTITION BY f.site, f.section ORDER BY f.id) - 1 AS k
+        -- byte order: the database's collation would compare every pair
+        -- of names the slow way
+        SELECT f.*, row_number() OVER (PARTITION BY f.site COLLATE "C", f.section COLLATE "C"
+                                       ORDER BY f.id) - 1 AS k
         FROM fresh f WHERE f.skip_reason IS NULL
     ), placed AS (
         INSERT INTO sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason)
