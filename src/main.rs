@@ -124,7 +124,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Serve => {
-            sitemapd::http::connections::raise_open_files_limit();
+            sitemapd::http::raise_open_files_limit();
             let state = serving_state(&config).await?;
             let metrics_listener = match settings.metrics_listen {
                 Some(address) => Some(

@@ -20,13 +20,13 @@ use crate::summaries::{PageSummary, Snapshot, Summaries};
 #[derive(Debug)]
 pub struct Pages {
     /// What a build needs: the store, the page settings, the build slots.
-    pub renderer: Renderer,
+    pub(crate) renderer: Renderer,
     pub summaries: Arc<Summaries>,
-    pub cache: PageCache,
+    pub(crate) cache: PageCache,
     /// Digest of the settings that shape a page's bytes, for its ETag.
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// Sitemaps listed per index file.
-    pub max_index_entries: usize,
+    pub(crate) max_index_entries: usize,
     /// How the index files are named where they are announced (robots.txt,
     /// `sitemapd robots`): `.xml` or `.xml.gz` (`index_format`).
     pub index_format: Encoding,

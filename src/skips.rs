@@ -19,7 +19,7 @@ const BATCH: i64 = 1000;
 
 /// Rows the writer left out, logged once each.
 #[derive(Debug, Default)]
-pub struct SkipLog {
+pub(crate) struct SkipLog {
     seen: Mutex<HashSet<i64>>,
 }
 
@@ -59,7 +59,7 @@ pub async fn report_new_skips(store: &Store) -> Result<Vec<SkippedRow>, store::E
 }
 
 /// Runs [`report_new_skips`] every `interval`, for as long as the service runs.
-pub async fn report_periodically(store: Store, interval: Duration) {
+pub(crate) async fn report_periodically(store: Store, interval: Duration) {
     // The first round comes one interval after start, like every other.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -4,11 +4,11 @@
 //! body. Absolute URLs come from the configured base URL only; nothing in a
 //! request (`Host`, `X-Forwarded-*`) reaches them.
 
-pub mod api;
+pub(crate) mod api;
 pub(crate) mod bodies;
 mod caching;
-pub mod connections;
-pub mod error;
+pub(crate) mod connections;
+mod error;
 mod health;
 mod negotiate;
 mod sitemaps;
@@ -23,7 +23,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
-pub use error::HttpError;
+pub use connections::raise_open_files_limit;
+pub(crate) use error::HttpError;
 pub use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};
@@ -40,25 +41,25 @@ pub struct App {
     /// The pages: summaries, cache and builds.
     pub pages: Arc<crate::pages::Pages>,
     /// `Cache-Control: public, max-age=` of sitemap documents, in seconds.
-    pub cache_max_age: u32,
+    pub(crate) cache_max_age: u32,
     /// Sent with every `503`: when a crawler should come back.
-    pub retry_after: HeaderValue,
+    pub(crate) retry_after: HeaderValue,
     /// How often rows left out of the sitemaps are looked for and logged.
-    pub skip_report_interval: std::time::Duration,
-    pub metrics: Arc<Metrics>,
+    pub(crate) skip_report_interval: std::time::Duration,
+    pub(crate) metrics: Arc<Metrics>,
     /// Whether `/metrics` has a listener of its own (else it is on the main one).
-    pub metrics_apart: bool,
+    pub(crate) metrics_apart: bool,
     /// How long in-flight responses may take to finish after shutdown begins.
-    pub shutdown_grace: std::time::Duration,
-    pub api: api::ApiSettings,
+    pub(crate) shutdown_grace: std::time::Duration,
+    pub(crate) api: api::ApiSettings,
     /// What response bodies in flight hold, within `response_memory_bytes`.
-    pub bodies: Arc<bodies::BodyBudget>,
+    pub(crate) bodies: Arc<bodies::BodyBudget>,
     /// How often committed changes are folded into pages.
-    pub fold_interval: std::time::Duration,
+    pub(crate) fold_interval: std::time::Duration,
     /// What the change feed keeps.
-    pub change_log: crate::store::Retention,
+    pub(crate) change_log: crate::store::Retention,
     /// How often changed pages are rebuilt in the background; `None`: never.
-    pub warm_up_interval: Option<std::time::Duration>,
+    pub(crate) warm_up_interval: Option<std::time::Duration>,
     /// The clocks and caps of client connections.
     pub connections: connections::Limits,
 }

@@ -8,8 +8,8 @@
 //! - [`sort`]: rows in key order without duplicates, in bounded memory.
 //! - [`batch`]: a write API request body taken apart into records.
 
-pub mod batch;
+pub(crate) mod batch;
 pub mod formats;
 pub mod import;
-pub mod sort;
+pub(crate) mod sort;
 pub mod validate;

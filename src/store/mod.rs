@@ -84,7 +84,7 @@ pub struct IndexEntry {
 
 /// One row of a page, as the writer needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct UrlRow {
+pub(crate) struct UrlRow {
     pub id: i64,
     pub loc: String,
     pub lastmod: Option<OffsetDateTime>,
@@ -105,7 +105,7 @@ pub struct SkippedRow {
 
 /// What `demo` writes: synthetic rows under a site's base URL.
 #[derive(Debug, Clone)]
-pub struct DemoBatch<'a> {
+pub(crate) struct DemoBatch<'a> {
     pub site: &'a Site,
     /// Sections to spread rows over, round robin; `""` is the default section.
     pub sections: &'a [String],
@@ -151,7 +151,7 @@ impl Store {
     /// summaries, a page's next row) waits for the database: a database that
     /// stops answering without closing its connections then gets `503`s
     /// rather than requests that hang.
-    pub fn with_read_timeout(self, read_timeout: Duration) -> Store {
+    pub(crate) fn with_read_timeout(self, read_timeout: Duration) -> Store {
         Store {
             read_timeout,
             ..self
@@ -203,7 +203,7 @@ impl Store {
     }
 
     /// Whether the database (and the read replica, if any) answers.
-    pub async fn ping(&self) -> Result<(), Error> {
+    pub(crate) async fn ping(&self) -> Result<(), Error> {
         self.in_time(sqlx::query("SELECT 1").execute(&self.pool))
             .await?;
         self.in_time(sqlx::query("SELECT 1").execute(&self.read))
@@ -229,7 +229,7 @@ impl Store {
     /// them; the connection returns to the pool when the stream ends or is
     /// dropped. A row that takes longer than the read timeout ends it with
     /// [`Error::Timeout`].
-    pub fn page_rows<'a>(
+    pub(crate) fn page_rows<'a>(
         &'a self,
         site: &'a str,
         section: &'a str,
@@ -275,7 +275,7 @@ impl Store {
     /// reported in the same transaction, so each is logged once by whichever
     /// replica takes it. Takes its turn with folds, which write the same
     /// placements.
-    pub async fn take_unreported_skips(&self, limit: i64) -> Result<Vec<SkippedRow>, Error> {
+    pub(crate) async fn take_unreported_skips(&self, limit: i64) -> Result<Vec<SkippedRow>, Error> {
         let mut tx = self.pool.begin().await?;
         fold::take_turn(&mut tx, Turn::Wait).await?;
         let skipped = sqlx::query_as(
@@ -304,7 +304,7 @@ impl Store {
 
     /// The highest row id so far (0 for an empty table), where demo data
     /// continues numbering from.
-    pub async fn max_row_id(&self) -> Result<i64, Error> {
+    pub(crate) async fn max_row_id(&self) -> Result<i64, Error> {
         Ok(
             sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM sitemap_urls")
                 .fetch_one(&self.pool)
@@ -316,7 +316,7 @@ impl Store {
     /// server itself (no data crosses the wire). Realistic shapes: a path of
     /// two words and a number, lastmod spread over two years, changefreq and
     /// priority on some rows. Returns the rows written.
-    pub async fn seed_demo(&self, batch: &DemoBatch<'_>) -> Result<u64, Error> {
+    pub(crate) async fn seed_demo(&self, batch: &DemoBatch<'_>) -> Result<u64, Error> {
         let done = sqlx::query(
             "INSERT INTO sitemap_urls (site, section, loc, lastmod, changefreq, priority)
              SELECT $1, s.section,
