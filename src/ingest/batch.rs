@@ -123,10 +123,7 @@ pub fn validate_all(
     let mut records = Vec::with_capacity(elements.len());
     let mut rejected = Vec::new();
     for (position, parsed) in elements {
-        match parsed
-            .map_err(|e| vec![e])
-            .and_then(|raw| validator.validate(&raw))
-        {
+        match validator.validate_parsed(parsed) {
             Ok(record) => records.push(record),
             Err(errors) => rejected.push(Rejected { position, errors }),
         }

@@ -164,10 +164,7 @@ fn read_and_validate(
         if report.read.is_multiple_of(100_000) {
             progress(report.read);
         }
-        match parsed
-            .map_err(|e| vec![e])
-            .and_then(|raw| validator.validate(&raw))
-        {
+        match validator.validate_parsed(parsed) {
             Ok(record) => {
                 row.clear();
                 encode_copy_row(&mut row, report.read, &record);

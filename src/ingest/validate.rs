@@ -99,6 +99,17 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// What a reader parsed, validated: the reader's own error (a record
+    /// that could not be parsed) or every rule the record breaks.
+    pub fn validate_parsed(
+        &self,
+        parsed: Result<RawRecord, FieldError>,
+    ) -> Result<Record, Vec<FieldError>> {
+        parsed
+            .map_err(|e| vec![e])
+            .and_then(|raw| self.validate(&raw))
+    }
+
     /// The record, valid and normalised, or every rule it breaks.
     pub fn validate(&self, raw: &RawRecord) -> Result<Record, Vec<FieldError>> {
         let mut errors = Vec::new();
