@@ -12,8 +12,8 @@ use crate::cache::{Chunks, PageCache, PageKey, Source};
 use crate::config::Settings;
 use crate::render::{RenderError, Renderer, build_page};
 use crate::site::Site;
-use crate::sitemap::Encoding;
 use crate::sitemap::name::index_file_name;
+use crate::sitemap::{Encoding, IndexWriter};
 use crate::store;
 use crate::summaries::{PageSummary, Snapshot, Summaries};
 
@@ -27,6 +27,8 @@ pub struct Pages {
     pub(crate) fingerprint: String,
     /// Sitemaps listed per index file.
     pub(crate) max_index_entries: usize,
+    /// The byte limit every document keeps, index files included.
+    pub(crate) max_index_bytes: u64,
     /// How the index files are named where they are announced (robots.txt,
     /// `sitemapd robots`): `.xml` or `.xml.gz` (`index_format`).
     pub index_format: Encoding,
@@ -69,7 +71,16 @@ impl Pages {
     pub async fn index_parts(&self, site: &Site) -> Result<usize, Arc<store::Error>> {
         let pages = self.of(site).await?;
         let listed = pages.iter().filter(|p| p.url_count > 0).count();
-        Ok(listed.div_ceil(self.max_index_entries).max(1))
+        Ok(listed.div_ceil(self.index_capacity(site)).max(1))
+    }
+
+    /// How many pages one of `site`'s index files lists: `max_index_entries`,
+    /// or fewer when that many entries under its base URL would pass
+    /// `max_bytes`.
+    pub fn index_capacity(&self, site: &Site) -> usize {
+        IndexWriter::capacity(&site.base_url, self.max_index_bytes)
+            .min(self.max_index_entries)
+            .max(1)
     }
 }
 

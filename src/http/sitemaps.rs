@@ -83,7 +83,7 @@ async fn index(
     let pages = state.pages.of(site).await?;
     let listed: Vec<_> = pages.iter().filter(|p| p.url_count > 0).collect();
     let entries = listed
-        .chunks(state.pages.max_index_entries)
+        .chunks(state.pages.index_capacity(site))
         .nth(part - 1)
         .unwrap_or_default();
     if entries.is_empty() && part > 1 {
@@ -106,7 +106,7 @@ async fn index(
         digest(&[
             &state.pages.fingerprint,
             &site.base_url,
-            &state.pages.max_index_entries.to_string()
+            &state.pages.index_capacity(site).to_string()
         ]),
         representation
     );

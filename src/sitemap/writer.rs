@@ -187,7 +187,33 @@ impl<'a> IndexWriter<'a> {
     pub fn finish(self, out: &mut Vec<u8>) {
         out.extend_from_slice(INDEX_CLOSE);
     }
+
+    /// How many entries an index of `base_url`'s files holds at most within
+    /// `max_bytes`: each entry counted at its longest (the longest name a
+    /// page can have, a lastmod to the microsecond), so a long base URL
+    /// means fewer entries per index, never an index over the limit.
+    pub fn capacity(base_url: &str, max_bytes: u64) -> usize {
+        let frame = XML_DECLARATION.len() + INDEX_OPEN.len() + INDEX_CLOSE.len();
+        let entry = INDEX_ENTRY_OVERHEAD + entry_bytes(base_url) - ENTRY_OVERHEAD;
+        usize::try_from(max_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(frame)
+            / entry
+    }
 }
+
+/// An index entry's bytes besides its base URL, at their longest: the tags,
+/// a page of a 64-character section numbered with ten digits, gzipped, and
+/// a lastmod to the microsecond.
+const INDEX_ENTRY_OVERHEAD: usize = "<sitemap><loc>".len()
+    + "sitemap-".len()
+    + 64
+    + "-".len()
+    + 10
+    + ".xml.gz".len()
+    + "</loc><lastmod>".len()
+    + "2026-11-23T22:47:00.123456+00:00".len()
+    + "</lastmod></sitemap>\n".len();
 
 /// The most bytes `loc`'s entry can take: [`ENTRY_OVERHEAD`] plus the loc as
 /// written. Equal to the schema's `sitemap_entry_bytes(loc)`.
@@ -655,5 +681,36 @@ mod tests {
              <lastmod>2026-11-21T09:30:00.5+00:00</lastmod></sitemap>\n\
              </sitemapindex>\n"
         );
+    }
+
+    #[test]
+    fn an_index_of_its_capacity_in_the_longest_entries_fits_its_byte_limit() {
+        let section = "s".repeat(64);
+        for base_url in [
+            "https://example.com/".to_owned(),
+            format!("https://example.com/{}/", "café&".repeat(300)),
+        ] {
+            for max_bytes in [11_000, 52_428_800] {
+                let capacity = IndexWriter::capacity(&base_url, max_bytes);
+                let mut out = Vec::new();
+                let mut index = IndexWriter::start(&mut out, &base_url);
+                for _ in 0..capacity {
+                    index.push(
+                        &mut out,
+                        &format!("sitemap-{section}-2147483647.xml.gz"),
+                        datetime!(2026-11-21 09:30:00.123456 UTC),
+                    );
+                }
+                index.finish(&mut out);
+                assert!(out.len() as u64 <= max_bytes, "{base_url}: {}", out.len());
+                // One more entry would not have fitted.
+                let frame = XML_DECLARATION.len() + INDEX_OPEN.len() + INDEX_CLOSE.len();
+                let entry = (out.len() - frame) / capacity;
+                assert!(
+                    out.len() + entry > max_bytes as usize,
+                    "{base_url}: room for more"
+                );
+            }
+        }
     }
 }

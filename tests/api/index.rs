@@ -181,3 +181,57 @@ async fn sitemapd_robots_names_the_configured_index_format(pool: PgPool) {
         format!("Sitemap: {BASE_URL}sitemap_index.xml.gz\n")
     );
 }
+
+#[sqlx::test]
+async fn each_index_file_keeps_within_max_bytes_under_a_long_base_url(pool: PgPool) {
+    let base_url = format!("https://www.example.com/{}", "deep/".repeat(150));
+    let max_bytes = sitemapd::sitemap::MIN_MAX_BYTES;
+    let app = TestApp::spawn_with(pool, |s| {
+        s.base_url = base_url.clone();
+        s.max_urls = 1;
+        s.max_bytes = max_bytes;
+    })
+    .await;
+    // Enough pages for two full index files and part of a third.
+    let capacity = sitemapd::sitemap::IndexWriter::capacity(&base_url, max_bytes);
+    assert!(capacity < 100, "this base URL fits {capacity} entries");
+    let pages = 2 * capacity + 3;
+    sqlx::query(
+        "INSERT INTO sitemap_urls (loc) SELECT $1 || 'p' || g FROM generate_series(1, $2) g",
+    )
+    .bind(&base_url)
+    .bind(pages as i64)
+    .execute(&app.pool)
+    .await
+    .expect("rows");
+    app.fold().await;
+
+    let robots = app.get("/robots.txt").await.text().await.expect("robots");
+    let parts: Vec<&str> = robots
+        .lines()
+        .filter_map(|line| line.strip_prefix("Sitemap: "))
+        .collect();
+    assert_eq!(parts.len(), 3, "{robots}");
+    let mut listed = Vec::new();
+    for part in parts {
+        let path = part
+            .strip_prefix("https://www.example.com")
+            .expect("under the base URL")
+            .to_owned();
+        let response = app.get(&path).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let xml = response.bytes().await.expect("index");
+        assert!(xml.len() as u64 <= max_bytes, "{path}: {} bytes", xml.len());
+        assert_valid(&xml, Schema::Index);
+        let text = String::from_utf8(xml.to_vec()).expect("UTF-8");
+        listed.extend(
+            text.split("<loc>")
+                .skip(1)
+                .map(|entry| entry.split("</loc>").next().expect("closed").to_owned()),
+        );
+    }
+    let expected: Vec<String> = (1..=pages)
+        .map(|page| format!("{base_url}sitemap-{page}.xml.gz"))
+        .collect();
+    assert_eq!(listed, expected, "every page listed once, in order");
+}
