@@ -68,6 +68,8 @@ pub struct Settings {
     pub max_urls: u32,
     pub max_bytes: u64,
     pub max_index_entries: u32,
+    /// Serve an index split in several as an index of index files.
+    pub nested_index: bool,
     /// Which name of the index robots.txt and `sitemapd robots` announce.
     pub index_format: IndexFormat,
     pub lastmod_fallback: bool,

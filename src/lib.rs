@@ -127,6 +127,7 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
         fingerprint,
         max_index_entries: settings.max_index_entries as usize,
         max_index_bytes: settings.max_bytes,
+        nested_index: settings.nested_index,
         index_format: settings.index_format.encoding(),
     };
     Ok(AppState::new(http::App {

@@ -93,8 +93,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // the database says how many there are now.
             let state = serving_state(&config).await?;
             for site in state.sites.all() {
-                let parts = state.pages.index_parts(site).await?;
-                for line in sitemapd::pages::sitemap_lines(site, parts, state.pages.index_format) {
+                let files = state.pages.announced_indexes(site).await?;
+                for line in sitemapd::pages::sitemap_lines(site, &files, state.pages.index_format) {
                     println!("{line}");
                 }
             }

@@ -12,7 +12,7 @@ use crate::cache::{Chunks, PageCache, PageKey, Source};
 use crate::config::Settings;
 use crate::render::{RenderError, Renderer, build_page};
 use crate::site::Site;
-use crate::sitemap::name::index_file_name;
+use crate::sitemap::name::IndexFile;
 use crate::sitemap::{Encoding, IndexWriter};
 use crate::store;
 use crate::summaries::{PageSummary, Snapshot, Summaries};
@@ -29,6 +29,8 @@ pub struct Pages {
     pub(crate) max_index_entries: usize,
     /// The byte limit every document keeps, index files included.
     pub(crate) max_index_bytes: u64,
+    /// Whether an index split in several is served as an index of them.
+    pub(crate) nested_index: bool,
     /// How the index files are named where they are announced (robots.txt,
     /// `sitemapd robots`): `.xml` or `.xml.gz` (`index_format`).
     pub index_format: Encoding,
@@ -67,11 +69,26 @@ impl Pages {
             .await
     }
 
-    /// How many index files `site` has now.
-    pub async fn index_parts(&self, site: &Site) -> Result<usize, Arc<store::Error>> {
+    /// Into how many runs of at most [`Pages::index_capacity`] pages
+    /// `site`'s index splits now (one at least).
+    pub async fn index_chunks(&self, site: &Site) -> Result<usize, Arc<store::Error>> {
         let pages = self.of(site).await?;
         let listed = pages.iter().filter(|p| p.url_count > 0).count();
         Ok(listed.div_ceil(self.index_capacity(site)).max(1))
+    }
+
+    /// The index files robots.txt names for `site`: each that lists pages,
+    /// or, with `nested_index` and more than one, the root that lists them.
+    pub async fn announced_indexes(
+        &self,
+        site: &Site,
+    ) -> Result<Vec<IndexFile>, Arc<store::Error>> {
+        let chunks = self.index_chunks(site).await?;
+        Ok(if self.nested_index && chunks > 1 {
+            vec![IndexFile::Root]
+        } else {
+            (1..=chunks).map(IndexFile::of_chunk).collect()
+        })
     }
 
     /// How many pages one of `site`'s index files lists: `max_index_entries`,
@@ -106,16 +123,11 @@ pub fn fingerprint(settings: &Settings) -> String {
     ])
 }
 
-/// The `Sitemap:` lines that make crawlers find each of a site's index
-/// files, named in `format`.
-pub fn sitemap_lines(site: &Site, parts: usize, format: Encoding) -> Vec<String> {
-    (1..=parts.max(1))
-        .map(|part| {
-            format!(
-                "Sitemap: {}{}",
-                site.base_url,
-                index_file_name(part, format)
-            )
-        })
+/// The `Sitemap:` lines that make crawlers find `files` of a site's index,
+/// named in `format`.
+pub fn sitemap_lines(site: &Site, files: &[IndexFile], format: Encoding) -> Vec<String> {
+    files
+        .iter()
+        .map(|file| format!("Sitemap: {}{}", site.base_url, file.file_name(format)))
         .collect()
 }

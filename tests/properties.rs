@@ -22,7 +22,7 @@ use sitemapd::config::Settings;
 use sitemapd::ingest::formats::{Format, Input, read};
 use sitemapd::ingest::validate::{RawRecord, Validator};
 use sitemapd::site::Site;
-use sitemapd::sitemap::name::{index_file_name, parse_index_part};
+use sitemapd::sitemap::name::IndexFile;
 use sitemapd::sitemap::writer::MAX_LOC_CHARS;
 use sitemapd::sitemap::{PageName, UrlEntry, UrlsetWriter};
 use time::OffsetDateTime;
@@ -221,8 +221,8 @@ proptest! {
             prop_assert_eq!(name.file_name(encoding), file.clone());
             prop_assert!(name.page >= 1);
         }
-        if let Some((part, encoding)) = parse_index_part(&file) {
-            prop_assert_eq!(index_file_name(part, encoding), file.clone());
+        if let Some((index, encoding)) = IndexFile::parse(&file) {
+            prop_assert_eq!(index.file_name(encoding), file.clone());
         }
     }
 

@@ -20,8 +20,9 @@ use crate::codec::{Codec, compress};
 use crate::metrics::{route_of, routes};
 use crate::pages::{digest, sitemap_lines};
 use crate::site::Site;
-use crate::sitemap::name::parse_index_part;
+use crate::sitemap::name::IndexFile;
 use crate::sitemap::{Encoding, IndexWriter, PageName};
+use crate::store::IndexEntry;
 
 const XML: HeaderValue = HeaderValue::from_static("application/xml; charset=utf-8");
 const GZIP: HeaderValue = HeaderValue::from_static("application/gzip");
@@ -57,8 +58,8 @@ pub async fn dispatch(
     if routed.file == "sitemap.xsl" {
         return Ok(stylesheet(&state, &headers));
     }
-    if let Some((part, encoding)) = parse_index_part(routed.file) {
-        return index(&state, routed.site, part, encoding, &headers).await;
+    if let Some((file, encoding)) = IndexFile::parse(routed.file) {
+        return index(&state, routed.site, file, encoding, &headers).await;
     }
     let (name, encoding) = PageName::parse(routed.file).ok_or(HttpError::NotFound)?;
     page(&state, routed.site, name, encoding, &method, &headers).await
@@ -69,26 +70,31 @@ pub async fn dispatch(
 /// `sitemap_index.xml.gz` it is the same document as a gzip file, sent like
 /// the pages' (`application/gzip`, no `Content-Encoding`).
 ///
-/// A site with more pages than an index file may list has several: part 1
-/// is `sitemap_index.xml`, then `sitemap_index-2.xml`, … (robots.txt lists
-/// them all). An emptied page shifts later entries between parts, so every
-/// part is versioned by the site's newest change.
+/// A site with more pages than an index file may list has several: the
+/// root lists the first run of pages, then `sitemap_index-2.xml`, … the
+/// next (robots.txt lists them all). With `nested_index`, the root lists
+/// `sitemap_index-1.xml`, `-2.xml`, … instead, each with the newest change
+/// among the pages up to its last. An emptied page shifts later entries
+/// between files, so every file is versioned by the site's newest change.
 async fn index(
     state: &AppState,
     site: &Site,
-    part: usize,
+    file: IndexFile,
     encoding: Encoding,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
     let pages = state.pages.of(site).await?;
+    let capacity = state.pages.index_capacity(site);
     let listed: Vec<_> = pages.iter().filter(|p| p.url_count > 0).collect();
-    let entries = listed
-        .chunks(state.pages.index_capacity(site))
-        .nth(part - 1)
-        .unwrap_or_default();
-    if entries.is_empty() && part > 1 {
-        return Err(HttpError::NotFound);
-    }
+    let chunks = listed.len().div_ceil(capacity).max(1);
+    let nested = state.pages.nested_index && chunks > 1;
+    let chunk = match (file, nested) {
+        (IndexFile::Root, true) => None,
+        (IndexFile::Root, false) => Some(1),
+        (IndexFile::Part(1), false) => return Err(HttpError::NotFound),
+        (IndexFile::Part(part), _) if part > chunks => return Err(HttpError::NotFound),
+        (IndexFile::Part(part), _) => Some(part),
+    };
     // Any change to any page (a new, changed or emptied one) moves the
     // newest change time, so it versions the whole index.
     let newest = pages.iter().map(|p| p.lastmod).max();
@@ -102,26 +108,41 @@ async fn index(
         Encoding::Plain => codec.token(),
     };
     let variant = format!(
-        "{}-{part}-{}",
+        "{}-{}-{}",
         digest(&[
             &state.pages.fingerprint,
             &site.base_url,
-            &state.pages.index_capacity(site).to_string()
+            &capacity.to_string(),
+            &nested.to_string(),
         ]),
+        chunk.map_or("root".to_owned(), |chunk| chunk.to_string()),
         representation
     );
     let validators = Validators::new(version, &variant, newest);
     if validators.client_is_current(request) {
         return Ok(validators.not_modified(state.cache_max_age, vary));
     }
-    let mut out = Vec::with_capacity(128 + entries.len() * 128);
+    let mut out = Vec::with_capacity(128 + capacity.min(listed.len()) * 128);
     let mut writer = IndexWriter::start(&mut out, &site.base_url);
-    for entry in entries {
-        let name = PageName {
-            section: entry.section.clone(),
-            page: entry.page,
-        };
-        writer.push(&mut out, &name.file_name(Encoding::Gzip), entry.lastmod);
+    match chunk {
+        Some(chunk) => {
+            for entry in listed.chunks(capacity).nth(chunk - 1).unwrap_or_default() {
+                let name = PageName {
+                    section: entry.section.clone(),
+                    page: entry.page,
+                };
+                writer.push(&mut out, &name.file_name(Encoding::Gzip), entry.lastmod);
+            }
+        }
+        None => {
+            for (part, lastmod) in (1..).zip(newest_per_chunk(&pages, capacity)) {
+                writer.push(
+                    &mut out,
+                    &IndexFile::Part(part).file_name(encoding),
+                    lastmod,
+                );
+            }
+        }
     }
     writer.finish(&mut out);
     let body = Bytes::from(
@@ -151,6 +172,28 @@ async fn index(
     }
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
+}
+
+/// For each run of `capacity` listed pages, the newest change among all
+/// pages (emptied ones included) up to its last: what moves whenever that
+/// index file's entries change, or shift because an earlier page emptied.
+fn newest_per_chunk(pages: &[IndexEntry], capacity: usize) -> Vec<OffsetDateTime> {
+    let mut newest = Vec::new();
+    let mut so_far: Option<OffsetDateTime> = None;
+    let mut listed = 0;
+    for page in pages {
+        so_far = so_far.max(Some(page.lastmod));
+        if page.url_count > 0 {
+            listed += 1;
+            if listed % capacity == 0 {
+                newest.extend(so_far);
+            }
+        }
+    }
+    if listed % capacity != 0 {
+        newest.extend(so_far);
+    }
+    newest
 }
 
 fn set_content_encoding(headers: &mut HeaderMap, codec: Codec) {
@@ -291,8 +334,8 @@ async fn robots(
     }
     let mut lines = Vec::new();
     for site in &sites {
-        let parts = state.pages.index_parts(site).await?;
-        lines.extend(sitemap_lines(site, parts, state.pages.index_format));
+        let files = state.pages.announced_indexes(site).await?;
+        lines.extend(sitemap_lines(site, &files, state.pages.index_format));
     }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
     let body = robots_txt(operator, &lines);

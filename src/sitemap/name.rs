@@ -78,33 +78,52 @@ impl fmt::Display for PageName {
     }
 }
 
-/// The part of a site's index a file name denotes, and its encoding:
-/// `sitemap_index.xml[.gz]` is part 1, `sitemap_index-N.xml[.gz]` part N
-/// (N ≥ 2, canonical digits only).
-pub fn parse_index_part(file: &str) -> Option<(usize, Encoding)> {
-    let (stem, encoding) = match file.strip_suffix(Encoding::Gzip.suffix()) {
-        Some(stem) => (stem, Encoding::Gzip),
-        None => (
-            file.strip_suffix(Encoding::Plain.suffix())?,
-            Encoding::Plain,
-        ),
-    };
-    if stem == "sitemap_index" {
-        return Some((1, encoding));
-    }
-    let number = stem.strip_prefix("sitemap_index-")?;
-    parse_page_number(number)
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|n| *n >= 2)
-        .map(|part| (part, encoding))
+/// A site's index file: the root, `sitemap_index.xml[.gz]`, or a numbered
+/// part, `sitemap_index-N.xml[.gz]` (N ≥ 1, canonical digits only).
+///
+/// The root lists the first pages, and parts 2, 3, … the rest; or, with
+/// `nested_index`, the root lists the parts 1, 2, … and they the pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexFile {
+    Root,
+    Part(usize),
 }
 
-/// The file name of an index part (see [`parse_index_part`]).
-pub fn index_file_name(part: usize, encoding: Encoding) -> String {
-    if part <= 1 {
-        format!("sitemap_index{}", encoding.suffix())
-    } else {
-        format!("sitemap_index-{part}{}", encoding.suffix())
+impl IndexFile {
+    /// Which index file a name denotes, and its encoding.
+    pub fn parse(file: &str) -> Option<(IndexFile, Encoding)> {
+        let (stem, encoding) = match file.strip_suffix(Encoding::Gzip.suffix()) {
+            Some(stem) => (stem, Encoding::Gzip),
+            None => (
+                file.strip_suffix(Encoding::Plain.suffix())?,
+                Encoding::Plain,
+            ),
+        };
+        if stem == "sitemap_index" {
+            return Some((IndexFile::Root, encoding));
+        }
+        let number = stem.strip_prefix("sitemap_index-")?;
+        parse_page_number(number)
+            .and_then(|n| usize::try_from(n).ok())
+            .map(|part| (IndexFile::Part(part), encoding))
+    }
+
+    /// The file's name (see [`IndexFile::parse`]).
+    pub fn file_name(self, encoding: Encoding) -> String {
+        match self {
+            IndexFile::Root => format!("sitemap_index{}", encoding.suffix()),
+            IndexFile::Part(part) => format!("sitemap_index-{part}{}", encoding.suffix()),
+        }
+    }
+
+    /// The file of the `chunk`-th run of pages (from 1) in an index that
+    /// lists pages directly: the root, then parts 2, 3, ….
+    pub fn of_chunk(chunk: usize) -> IndexFile {
+        if chunk <= 1 {
+            IndexFile::Root
+        } else {
+            IndexFile::Part(chunk)
+        }
     }
 }
 
@@ -208,33 +227,33 @@ mod tests {
     }
 
     #[test]
-    fn index_parts_have_one_name_each() {
+    fn index_files_have_one_name_each() {
         assert_eq!(
-            parse_index_part("sitemap_index.xml"),
-            Some((1, Encoding::Plain))
+            IndexFile::parse("sitemap_index.xml"),
+            Some((IndexFile::Root, Encoding::Plain))
         );
         assert_eq!(
-            parse_index_part("sitemap_index-2.xml.gz"),
-            Some((2, Encoding::Gzip))
+            IndexFile::parse("sitemap_index-1.xml.gz"),
+            Some((IndexFile::Part(1), Encoding::Gzip))
         );
         for name in [
-            "sitemap_index-1.xml",
-            "sitemap_index-1.xml.gz",
             "sitemap_index-02.xml",
             "sitemap_index-0.xml",
             "sitemap_index.gz",
             "sitemap_index-2.xml.gz.gz",
         ] {
-            assert_eq!(parse_index_part(name), None, "{name}");
+            assert_eq!(IndexFile::parse(name), None, "{name}");
         }
-        for part in [1, 2, 70] {
+        for file in [IndexFile::Root, IndexFile::Part(1), IndexFile::Part(70)] {
             for encoding in [Encoding::Plain, Encoding::Gzip] {
                 assert_eq!(
-                    parse_index_part(&index_file_name(part, encoding)),
-                    Some((part, encoding))
+                    IndexFile::parse(&file.file_name(encoding)),
+                    Some((file, encoding))
                 );
             }
         }
+        assert_eq!(IndexFile::of_chunk(1), IndexFile::Root);
+        assert_eq!(IndexFile::of_chunk(2), IndexFile::Part(2));
     }
 
     #[test]

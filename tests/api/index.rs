@@ -235,3 +235,113 @@ async fn each_index_file_keeps_within_max_bytes_under_a_long_base_url(pool: PgPo
         .collect();
     assert_eq!(listed, expected, "every page listed once, in order");
 }
+
+/// The `<loc>`s and `<lastmod>`s of an index document, validated.
+async fn index_entries(app: &TestApp, path: &str) -> Vec<(String, String)> {
+    let response = app.get(path).await;
+    assert_eq!(response.status(), 200, "{path}");
+    let body = response.bytes().await.expect("index");
+    let xml = if path.ends_with(".gz") {
+        gunzip(&body)
+    } else {
+        body.to_vec()
+    };
+    assert_valid(&xml, Schema::Index);
+    String::from_utf8(xml)
+        .expect("UTF-8")
+        .split("<sitemap>")
+        .skip(1)
+        .map(|entry| {
+            let field = |tag: &str| {
+                entry
+                    .split(&format!("<{tag}>"))
+                    .nth(1)
+                    .and_then(|rest| rest.split(&format!("</{tag}>")).next())
+                    .expect("present")
+                    .to_owned()
+            };
+            (field("loc"), field("lastmod"))
+        })
+        .collect()
+}
+
+#[sqlx::test]
+async fn a_nested_index_lists_the_index_files_with_their_lastmods(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.max_urls = 1;
+        s.max_index_entries = 2;
+        s.nested_index = true;
+    })
+    .await;
+    app.insert_urls("", "p", 5).await;
+    let locs = |entries: &[(String, String)]| -> Vec<String> {
+        entries.iter().map(|(loc, _)| loc.clone()).collect()
+    };
+
+    let root = index_entries(&app, "/sitemap_index.xml").await;
+    assert_eq!(
+        locs(&root),
+        [
+            "sitemap_index-1.xml",
+            "sitemap_index-2.xml",
+            "sitemap_index-3.xml"
+        ]
+        .map(|file| format!("{BASE_URL}{file}"))
+    );
+    let gz_root = index_entries(&app, "/sitemap_index.xml.gz").await;
+    assert_eq!(gz_root[0].0, format!("{BASE_URL}sitemap_index-1.xml.gz"));
+    for (part, pages) in [(1, vec![1, 2]), (2, vec![3, 4]), (3, vec![5])] {
+        let entries = index_entries(&app, &format!("/sitemap_index-{part}.xml")).await;
+        let expected: Vec<String> = pages
+            .iter()
+            .map(|page| format!("{BASE_URL}sitemap-{page}.xml.gz"))
+            .collect();
+        assert_eq!(locs(&entries), expected, "part {part}");
+        // A part's lastmod is the newest of its pages' (and those before).
+        let newest = entries
+            .iter()
+            .map(|(_, lastmod)| lastmod)
+            .max()
+            .expect("entries");
+        assert!(&root[part - 1].1 >= newest, "part {part}");
+    }
+    assert_eq!(app.get("/sitemap_index-4.xml").await.status(), 404);
+    let robots = app.get("/robots.txt").await.text().await.expect("robots");
+    assert_eq!(
+        robots
+            .lines()
+            .filter(|l| l.starts_with("Sitemap:"))
+            .collect::<Vec<_>>(),
+        [format!("Sitemap: {BASE_URL}sitemap_index.xml")],
+        "robots.txt names the root alone"
+    );
+
+    // A change on page 5 moves part 3 alone.
+    let etag = header(&app.get("/sitemap_index.xml").await, "etag").to_owned();
+    sqlx::query("UPDATE sitemap_urls SET lastmod = now() WHERE loc = $1")
+        .bind(format!("{BASE_URL}p5"))
+        .execute(&app.pool)
+        .await
+        .expect("update");
+    app.fold().await;
+    let after = index_entries(&app, "/sitemap_index.xml").await;
+    assert_eq!(after[..2], root[..2]);
+    assert!(after[2].1 > root[2].1, "{} > {}", after[2].1, root[2].1);
+    assert_ne!(header(&app.get("/sitemap_index.xml").await, "etag"), etag);
+
+    // Pages that fit one index are listed by the root itself.
+    sqlx::query("DELETE FROM sitemap_urls WHERE loc <> ALL($1)")
+        .bind([format!("{BASE_URL}p1"), format!("{BASE_URL}p2")])
+        .execute(&app.pool)
+        .await
+        .expect("delete");
+    app.fold().await;
+    assert_eq!(
+        locs(&index_entries(&app, "/sitemap_index.xml").await),
+        [
+            format!("{BASE_URL}sitemap-1.xml.gz"),
+            format!("{BASE_URL}sitemap-2.xml.gz")
+        ]
+    );
+    assert_eq!(app.get("/sitemap_index-1.xml").await.status(), 404);
+}
