@@ -54,6 +54,8 @@ pub struct Settings {
     pub metrics_listen: Option<SocketAddr>,
     pub site: String,
     pub base_url: String,
+    /// Whether the primary site's index also lists its subfolder sites'.
+    pub include_subfolder_sites: bool,
     /// The primary site's robots.txt, as text or from a file (not both).
     #[serde(default)]
     pub robots_txt: Option<String>,
@@ -168,6 +170,9 @@ impl Config {
 #[serde(deny_unknown_fields)]
 pub struct SiteSettings {
     pub base_url: String,
+    /// Whether this site's index also lists its subfolder sites' pages.
+    #[serde(default)]
+    pub include_subfolder_sites: bool,
     #[serde(default)]
     pub robots_txt: Option<String>,
     #[serde(default)]
@@ -391,6 +396,7 @@ impl Settings {
             self.robots_txt.as_deref(),
             self.robots_file.as_deref(),
         )?];
+        sites[0].include_subfolder_sites = self.include_subfolder_sites;
         for (name, extra) in &self.sites {
             if !is_section_slug(name) {
                 return Err(Error::Invalid {
@@ -399,14 +405,16 @@ impl Settings {
                     expected: format!("site names that are slugs ({SLUG_RULE})"),
                 });
             }
-            sites.push(site(
+            let mut extra_site = site(
                 name,
                 "sites.*.base_url",
                 &extra.base_url,
                 "sites.*.robots_txt",
                 extra.robots_txt.as_deref(),
                 extra.robots_file.as_deref(),
-            )?);
+            )?;
+            extra_site.include_subfolder_sites = extra.include_subfolder_sites;
+            sites.push(extra_site);
         }
         for (i, a) in sites.iter().enumerate() {
             for b in &sites[i + 1..] {

@@ -92,8 +92,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Sites with more pages than an index file lists have several:
             // the database says how many there are now.
             let state = serving_state(&config).await?;
-            for site in state.sites.all() {
-                let files = state.pages.announced_indexes(site).await?;
+            for site in state.sites.all().iter().filter(|s| !state.sites.is_held(s)) {
+                let members = state.sites.index_members(site);
+                let files = state.pages.announced_indexes(&members).await?;
                 for line in sitemapd::pages::sitemap_lines(site, &files, state.pages.index_format) {
                     println!("{line}");
                 }

@@ -69,21 +69,40 @@ impl Pages {
             .await
     }
 
-    /// Into how many runs of at most [`Pages::index_capacity`] pages
-    /// `site`'s index splits now (one at least).
-    pub async fn index_chunks(&self, site: &Site) -> Result<usize, Arc<store::Error>> {
-        let pages = self.of(site).await?;
-        let listed = pages.iter().filter(|p| p.url_count > 0).count();
-        Ok(listed.div_ceil(self.index_capacity(site)).max(1))
+    /// Every page an index of `members` lists or has listed (emptied ones
+    /// included, which still move lastmods), site by site in `members`'
+    /// order, each site's in index order.
+    pub async fn index_pages<'a>(
+        &self,
+        members: &[&'a Site],
+    ) -> Result<Vec<IndexedPage<'a>>, Arc<store::Error>> {
+        let mut pages = Vec::new();
+        for site in members {
+            let snapshot = self.of(site).await?;
+            pages.extend(snapshot.iter().map(|entry| IndexedPage {
+                site,
+                entry: entry.clone(),
+            }));
+        }
+        Ok(pages)
     }
 
-    /// The index files robots.txt names for `site`: each that lists pages,
-    /// or, with `nested_index` and more than one, the root that lists them.
+    /// Into how many runs of at most [`Pages::index_capacity`] pages an
+    /// index of `members` splits now (one at least).
+    pub async fn index_chunks(&self, members: &[&Site]) -> Result<usize, Arc<store::Error>> {
+        let pages = self.index_pages(members).await?;
+        let listed = pages.iter().filter(|p| p.entry.url_count > 0).count();
+        Ok(listed.div_ceil(self.index_capacity(members)).max(1))
+    }
+
+    /// The index files robots.txt names for an index of `members`: each
+    /// that lists pages, or, with `nested_index` and more than one, the
+    /// root that lists them.
     pub async fn announced_indexes(
         &self,
-        site: &Site,
+        members: &[&Site],
     ) -> Result<Vec<IndexFile>, Arc<store::Error>> {
-        let chunks = self.index_chunks(site).await?;
+        let chunks = self.index_chunks(members).await?;
         Ok(if self.nested_index && chunks > 1 {
             vec![IndexFile::Root]
         } else {
@@ -91,14 +110,25 @@ impl Pages {
         })
     }
 
-    /// How many pages one of `site`'s index files lists: `max_index_entries`,
-    /// or fewer when that many entries under its base URL would pass
-    /// `max_bytes`.
-    pub fn index_capacity(&self, site: &Site) -> usize {
-        IndexWriter::capacity(&site.base_url, self.max_index_bytes)
+    /// How many pages one index file of `members` lists: `max_index_entries`,
+    /// or fewer when that many entries under the longest of their base URLs
+    /// would pass `max_bytes`.
+    pub fn index_capacity(&self, members: &[&Site]) -> usize {
+        members
+            .iter()
+            .map(|site| IndexWriter::capacity(&site.base_url, self.max_index_bytes))
+            .min()
+            .unwrap_or(self.max_index_entries)
             .min(self.max_index_entries)
             .max(1)
     }
+}
+
+/// A page as an index lists it: which site's, and its summary.
+#[derive(Debug, Clone)]
+pub struct IndexedPage<'a> {
+    pub site: &'a Site,
+    pub entry: store::IndexEntry,
 }
 
 /// A short, stable digest of whatever shapes a document's bytes besides its

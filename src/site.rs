@@ -20,6 +20,9 @@ pub struct Site {
     pub path_prefix: String,
     /// The operator's robots.txt for this site's host, if configured.
     pub robots_txt: Option<String>,
+    /// Whether this site's index also lists the pages of the sites in its
+    /// subfolders (see [`Site::holds`]).
+    pub include_subfolder_sites: bool,
 }
 
 impl Site {
@@ -44,7 +47,20 @@ impl Site {
             origin,
             path_prefix,
             robots_txt,
+            include_subfolder_sites: false,
         })
+    }
+
+    /// Whether this site's index lists `other`'s pages: it includes its
+    /// subfolder sites, and `other` lies under its base URL, on the same
+    /// scheme and host (never another host or subdomain: a sitemap index
+    /// may only list what is below it).
+    pub fn holds(&self, other: &Site) -> bool {
+        self.include_subfolder_sites
+            && other.name != self.name
+            && other.origin == self.origin
+            && other.path_prefix != self.path_prefix
+            && other.path_prefix.starts_with(&self.path_prefix)
     }
 
     /// Why requests could not tell this site and `other` apart, if so.

@@ -18,11 +18,10 @@ use super::{AppState, HttpError};
 use crate::cache::{Chunks, PageKey, Source, total_len};
 use crate::codec::{Codec, compress};
 use crate::metrics::{route_of, routes};
-use crate::pages::{digest, sitemap_lines};
+use crate::pages::{IndexedPage, digest, sitemap_lines};
 use crate::site::Site;
 use crate::sitemap::name::IndexFile;
 use crate::sitemap::{Encoding, IndexWriter, PageName};
-use crate::store::IndexEntry;
 
 const XML: HeaderValue = HeaderValue::from_static("application/xml; charset=utf-8");
 const GZIP: HeaderValue = HeaderValue::from_static("application/gzip");
@@ -83,9 +82,10 @@ async fn index(
     encoding: Encoding,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
-    let pages = state.pages.of(site).await?;
-    let capacity = state.pages.index_capacity(site);
-    let listed: Vec<_> = pages.iter().filter(|p| p.url_count > 0).collect();
+    let members = state.sites.index_members(site);
+    let pages = state.pages.index_pages(&members).await?;
+    let capacity = state.pages.index_capacity(&members);
+    let listed: Vec<_> = pages.iter().filter(|p| p.entry.url_count > 0).collect();
     let chunks = listed.len().div_ceil(capacity).max(1);
     let nested = state.pages.nested_index && chunks > 1;
     let chunk = match (file, nested) {
@@ -97,7 +97,7 @@ async fn index(
     };
     // Any change to any page (a new, changed or emptied one) moves the
     // newest change time, so it versions the whole index.
-    let newest = pages.iter().map(|p| p.lastmod).max();
+    let newest = pages.iter().map(|p| p.entry.lastmod).max();
     let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
     let (content_type, codec, vary) = match encoding {
         Encoding::Gzip => (GZIP, Codec::Gzip, None),
@@ -111,7 +111,11 @@ async fn index(
         "{}-{}-{}",
         digest(&[
             &state.pages.fingerprint,
-            &site.base_url,
+            &members
+                .iter()
+                .map(|member| member.base_url.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
             &capacity.to_string(),
             &nested.to_string(),
         ]),
@@ -123,21 +127,27 @@ async fn index(
         return Ok(validators.not_modified(state.cache_max_age, vary));
     }
     let mut out = Vec::with_capacity(128 + capacity.min(listed.len()) * 128);
-    let mut writer = IndexWriter::start(&mut out, &site.base_url);
+    let mut writer = IndexWriter::start(&mut out);
     match chunk {
         Some(chunk) => {
-            for entry in listed.chunks(capacity).nth(chunk - 1).unwrap_or_default() {
+            for listed in listed.chunks(capacity).nth(chunk - 1).unwrap_or_default() {
                 let name = PageName {
-                    section: entry.section.clone(),
-                    page: entry.page,
+                    section: listed.entry.section.clone(),
+                    page: listed.entry.page,
                 };
-                writer.push(&mut out, &name.file_name(Encoding::Gzip), entry.lastmod);
+                writer.push(
+                    &mut out,
+                    &listed.site.base_url,
+                    &name.file_name(Encoding::Gzip),
+                    listed.entry.lastmod,
+                );
             }
         }
         None => {
             for (part, lastmod) in (1..).zip(newest_per_chunk(&pages, capacity)) {
                 writer.push(
                     &mut out,
+                    &site.base_url,
                     &IndexFile::Part(part).file_name(encoding),
                     lastmod,
                 );
@@ -177,13 +187,13 @@ async fn index(
 /// For each run of `capacity` listed pages, the newest change among all
 /// pages (emptied ones included) up to its last: what moves whenever that
 /// index file's entries change, or shift because an earlier page emptied.
-fn newest_per_chunk(pages: &[IndexEntry], capacity: usize) -> Vec<OffsetDateTime> {
+fn newest_per_chunk(pages: &[IndexedPage<'_>], capacity: usize) -> Vec<OffsetDateTime> {
     let mut newest = Vec::new();
     let mut so_far: Option<OffsetDateTime> = None;
     let mut listed = 0;
     for page in pages {
-        so_far = so_far.max(Some(page.lastmod));
-        if page.url_count > 0 {
+        so_far = so_far.max(Some(page.entry.lastmod));
+        if page.entry.url_count > 0 {
             listed += 1;
             if listed % capacity == 0 {
                 newest.extend(so_far);
@@ -333,8 +343,9 @@ async fn robots(
         return Err(HttpError::NotFound);
     }
     let mut lines = Vec::new();
-    for site in &sites {
-        let files = state.pages.announced_indexes(site).await?;
+    for site in sites.iter().filter(|site| !state.sites.is_held(site)) {
+        let members = state.sites.index_members(site);
+        let files = state.pages.announced_indexes(&members).await?;
         lines.extend(sitemap_lines(site, &files, state.pages.index_format));
     }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());

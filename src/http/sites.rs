@@ -57,6 +57,20 @@ impl Sites {
         on_host
     }
 
+    /// The sites whose pages `site`'s index lists: itself first, then the
+    /// subfolder sites it holds, in base URL order.
+    pub fn index_members<'a>(&'a self, site: &'a Site) -> Vec<&'a Site> {
+        let mut held: Vec<&Site> = self.sites.iter().filter(|s| site.holds(s)).collect();
+        held.sort_by(|a, b| a.base_url.cmp(&b.base_url));
+        std::iter::once(site).chain(held).collect()
+    }
+
+    /// Whether another site's index lists `site`'s pages, so that robots.txt
+    /// needs that index alone.
+    pub fn is_held(&self, site: &Site) -> bool {
+        self.sites.iter().any(|other| other.holds(site))
+    }
+
     /// The site and file a request is for, if any.
     pub fn route<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<Routed<'a>> {
         let candidates = self.on_host(host);
@@ -142,6 +156,7 @@ mod tests {
                 (*name).into(),
                 crate::config::SiteSettings {
                     base_url: (*base_url).into(),
+                    include_subfolder_sites: false,
                     robots_txt: None,
                     robots_file: None,
                 },

@@ -331,6 +331,7 @@ mod tests {
             "blog".into(),
             crate::config::SiteSettings {
                 base_url: "https://blog.example.org/".into(),
+                include_subfolder_sites: false,
                 robots_txt: None,
                 robots_file: None,
             },

@@ -157,25 +157,30 @@ impl UrlsetWriter {
 
 /// Writes one `<sitemapindex>` document.
 #[derive(Debug)]
-pub struct IndexWriter<'a> {
-    base_url: &'a str,
-}
+pub struct IndexWriter;
 
-impl<'a> IndexWriter<'a> {
-    /// Starts an index whose entries live under `base_url` (ending in `/`).
-    pub fn start(out: &mut Vec<u8>, base_url: &'a str) -> Self {
+impl IndexWriter {
+    /// Starts an index.
+    pub fn start(out: &mut Vec<u8>) -> Self {
         out.extend_from_slice(XML_DECLARATION);
         out.extend_from_slice(INDEX_OPEN);
-        IndexWriter { base_url }
+        IndexWriter
     }
 
-    /// Appends the `<sitemap>` entry of one page, with the time it last
-    /// changed at full precision, so every change moves it forward.
-    pub fn push(&mut self, out: &mut Vec<u8>, file_name: &str, lastmod: OffsetDateTime) {
+    /// Appends the `<sitemap>` entry of one file under `base_url` (ending
+    /// in `/`), with the time it last changed at full precision, so every
+    /// change moves it forward.
+    pub fn push(
+        &mut self,
+        out: &mut Vec<u8>,
+        base_url: &str,
+        file_name: &str,
+        lastmod: OffsetDateTime,
+    ) {
         out.extend_from_slice(b"<sitemap><loc>");
         // The base URL comes from validated configuration and the file name
         // from slugs and digits: neither can hold a forbidden character.
-        let _ = write_loc(out, self.base_url);
+        let _ = write_loc(out, base_url);
         out.extend_from_slice(file_name.as_bytes());
         out.extend_from_slice(b"</loc>");
         if write_datetime(out, b"<lastmod>", lastmod, true) {
@@ -665,9 +670,10 @@ mod tests {
     #[test]
     fn index_lists_pages_under_the_base_url() {
         let mut out = Vec::new();
-        let mut index = IndexWriter::start(&mut out, "https://example.com/shop/");
+        let mut index = IndexWriter::start(&mut out);
         index.push(
             &mut out,
+            "https://example.com/shop/",
             "sitemap-blog-2.xml.gz",
             datetime!(2026-11-21 09:30:00.5 UTC),
         );
@@ -693,10 +699,11 @@ mod tests {
             for max_bytes in [11_000, 52_428_800] {
                 let capacity = IndexWriter::capacity(&base_url, max_bytes);
                 let mut out = Vec::new();
-                let mut index = IndexWriter::start(&mut out, &base_url);
+                let mut index = IndexWriter::start(&mut out);
                 for _ in 0..capacity {
                     index.push(
                         &mut out,
+                        &base_url,
                         &format!("sitemap-{section}-2147483647.xml.gz"),
                         datetime!(2026-11-21 09:30:00.123456 UTC),
                     );

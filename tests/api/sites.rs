@@ -19,6 +19,7 @@ fn three_sites(settings: &mut Settings) {
             name.into(),
             SiteSettings {
                 base_url: base_url.into(),
+                include_subfolder_sites: false,
                 robots_txt: None,
                 robots_file: None,
             },
@@ -215,4 +216,157 @@ async fn only_get_and_head_are_answered(pool: PgPool) {
         .expect("sent");
     assert_eq!(response.status(), 405);
     assert_eq!(header(&response, "allow"), "GET, HEAD");
+}
+
+/// Google's example ("Using Sitemap Index Files"): the index at
+/// www.example.com/sitemap_index.xml may list the sitemaps of
+/// www.example.com/site1/ and www.example.com/sitemap2/, never those of
+/// site1.example.com or site2.example.com.
+fn subfolder_sites(settings: &mut Settings) {
+    settings.base_url = WWW.into();
+    settings.include_subfolder_sites = true;
+    settings.strict_host = true;
+    settings.max_urls = 1;
+    for (name, base_url) in [
+        ("site1", "https://www.example.com/site1/"),
+        ("sitemap2", "https://www.example.com/sitemap2/"),
+        ("sub1", "https://site1.example.com/"),
+        ("sub2", "https://site2.example.com/"),
+    ] {
+        settings.sites.insert(
+            name.into(),
+            SiteSettings {
+                base_url: base_url.into(),
+                include_subfolder_sites: false,
+                robots_txt: None,
+                robots_file: None,
+            },
+        );
+    }
+}
+
+async fn index_locs(app: &TestApp, host: &str, path: &str) -> (Vec<String>, reqwest::Response) {
+    let response = app.get_as(host, path, &[]).await;
+    assert_eq!(response.status(), 200, "{host}{path}");
+    let etag_response = app.get_as(host, path, &[]).await;
+    let xml = response.bytes().await.expect("index");
+    crate::helpers::assert_valid(&xml, crate::helpers::Schema::Index);
+    let locs = String::from_utf8(xml.to_vec())
+        .expect("UTF-8")
+        .split("<loc>")
+        .skip(1)
+        .map(|entry| entry.split("</loc>").next().expect("closed").to_owned())
+        .collect();
+    (locs, etag_response)
+}
+
+#[sqlx::test]
+async fn a_root_index_lists_its_subfolder_sites_and_never_other_hosts(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, subfolder_sites).await;
+    for (site, base) in [
+        ("default", WWW),
+        ("site1", "https://www.example.com/site1/"),
+        ("sitemap2", "https://www.example.com/sitemap2/"),
+        ("sub1", "https://site1.example.com/"),
+        ("sub2", "https://site2.example.com/"),
+    ] {
+        sqlx::query("INSERT INTO sitemap_urls (site, loc) VALUES ($1, $2 || 'a'), ($1, $2 || 'b')")
+            .bind(site)
+            .bind(base)
+            .execute(&app.pool)
+            .await
+            .expect("rows");
+    }
+    app.fold().await;
+
+    let (locs, response) = index_locs(&app, "www.example.com", "/sitemap_index.xml").await;
+    let expected: Vec<String> = [
+        "https://www.example.com/sitemap-1.xml.gz",
+        "https://www.example.com/sitemap-2.xml.gz",
+        "https://www.example.com/site1/sitemap-1.xml.gz",
+        "https://www.example.com/site1/sitemap-2.xml.gz",
+        "https://www.example.com/sitemap2/sitemap-1.xml.gz",
+        "https://www.example.com/sitemap2/sitemap-2.xml.gz",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(locs, expected);
+    // Each listed page is served where the index says.
+    for loc in &locs {
+        let path = loc
+            .strip_prefix("https://www.example.com")
+            .expect("same host");
+        assert_eq!(
+            app.get_as("www.example.com", path, &[]).await.status(),
+            200,
+            "{path}"
+        );
+    }
+    // The subfolder sites keep their own indexes too; other hosts only theirs.
+    let (site1, _) = index_locs(&app, "www.example.com", "/site1/sitemap_index.xml").await;
+    assert_eq!(site1, expected[2..4]);
+    let (sub1, _) = index_locs(&app, "site1.example.com", "/sitemap_index.xml").await;
+    assert_eq!(
+        sub1,
+        [
+            "https://site1.example.com/sitemap-1.xml.gz",
+            "https://site1.example.com/sitemap-2.xml.gz"
+        ]
+    );
+
+    // robots.txt needs the root index alone for the subfolder sites.
+    let robots = app
+        .get_as("www.example.com", "/robots.txt", &[])
+        .await
+        .text()
+        .await
+        .expect("robots");
+    let lines: Vec<&str> = robots
+        .lines()
+        .filter(|l| l.starts_with("Sitemap:"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["Sitemap: https://www.example.com/sitemap_index.xml"]
+    );
+
+    // A change in a subfolder site moves the root index's version and that
+    // page's lastmod; a crawler holding the old ETag gets the new index.
+    let etag = header(&response, "etag").to_owned();
+    assert_eq!(
+        app.get_as(
+            "www.example.com",
+            "/sitemap_index.xml",
+            &[("if-none-match", &etag)]
+        )
+        .await
+        .status(),
+        304
+    );
+    sqlx::query(
+        "UPDATE sitemap_urls SET lastmod = now() WHERE site = 'sitemap2' AND loc LIKE '%/b'",
+    )
+    .execute(&app.pool)
+    .await
+    .expect("update");
+    app.fold().await;
+    let changed = app
+        .get_as(
+            "www.example.com",
+            "/sitemap_index.xml",
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(changed.status(), 200);
+    assert_ne!(header(&changed, "etag"), etag);
+
+    // Past max_index_entries the root splits, its subfolder sites' pages included.
+    let split = TestApp::spawn_with(app.pool.clone(), |s| {
+        subfolder_sites(s);
+        s.max_index_entries = 4;
+    })
+    .await;
+    let (first, _) = index_locs(&split, "www.example.com", "/sitemap_index.xml").await;
+    let (second, _) = index_locs(&split, "www.example.com", "/sitemap_index-2.xml").await;
+    assert_eq!([first, second].concat(), expected);
 }
