@@ -10,20 +10,22 @@ const WWW: &str = "https://www.example.com/";
 const SHOP: &str = "https://www.example.com/shop/";
 const BLOG: &str = "https://blog.example.org/";
 
+/// A further site at `base_url`, with nothing else set.
+fn site_at(base_url: &str) -> SiteSettings {
+    SiteSettings {
+        base_url: base_url.into(),
+        include_subfolder_sites: false,
+        robots_txt: None,
+        robots_file: None,
+    }
+}
+
 fn three_sites(settings: &mut Settings) {
     settings.base_url = WWW.into();
     settings.robots_txt = Some("User-agent: *\nDisallow: /admin/".into());
     settings.strict_host = true;
     for (name, base_url) in [("shop", SHOP), ("blog", BLOG)] {
-        settings.sites.insert(
-            name.into(),
-            SiteSettings {
-                base_url: base_url.into(),
-                include_subfolder_sites: false,
-                robots_txt: None,
-                robots_file: None,
-            },
-        );
+        settings.sites.insert(name.into(), site_at(base_url));
     }
 }
 
@@ -233,15 +235,7 @@ fn subfolder_sites(settings: &mut Settings) {
         ("sub1", "https://site1.example.com/"),
         ("sub2", "https://site2.example.com/"),
     ] {
-        settings.sites.insert(
-            name.into(),
-            SiteSettings {
-                base_url: base_url.into(),
-                include_subfolder_sites: false,
-                robots_txt: None,
-                robots_file: None,
-            },
-        );
+        settings.sites.insert(name.into(), site_at(base_url));
     }
 }
 
