@@ -69,30 +69,21 @@ impl Pages {
             .await
     }
 
-    /// Every page an index of `members` lists or has listed (emptied ones
-    /// included, which still move lastmods), site by site in `members`'
-    /// order, each site's in index order.
-    pub async fn index_pages<'a>(
+    /// What an index of `members` lists now: their summaries as the cache
+    /// holds them (shared, not copied), and how many pages one index file
+    /// takes.
+    pub async fn index_listing<'a>(
         &self,
         members: &[&'a Site],
-    ) -> Result<Vec<IndexedPage<'a>>, Arc<store::Error>> {
-        let mut pages = Vec::new();
+    ) -> Result<IndexListing<'a>, Arc<store::Error>> {
+        let mut snapshots = Vec::with_capacity(members.len());
         for site in members {
-            let snapshot = self.of(site).await?;
-            pages.extend(snapshot.iter().map(|entry| IndexedPage {
-                site,
-                entry: entry.clone(),
-            }));
+            snapshots.push((*site, self.of(site).await?));
         }
-        Ok(pages)
-    }
-
-    /// Into how many runs of at most [`Pages::index_capacity`] pages an
-    /// index of `members` splits now (one at least).
-    pub async fn index_chunks(&self, members: &[&Site]) -> Result<usize, Arc<store::Error>> {
-        let pages = self.index_pages(members).await?;
-        let listed = pages.iter().filter(|p| p.entry.url_count > 0).count();
-        Ok(listed.div_ceil(self.index_capacity(members)).max(1))
+        Ok(IndexListing {
+            snapshots,
+            capacity: self.index_capacity(members),
+        })
     }
 
     /// The index files robots.txt names for an index of `members`: each
@@ -102,7 +93,7 @@ impl Pages {
         &self,
         members: &[&Site],
     ) -> Result<Vec<IndexFile>, Arc<store::Error>> {
-        let chunks = self.index_chunks(members).await?;
+        let chunks = self.index_listing(members).await?.chunks();
         Ok(if self.nested_index && chunks > 1 {
             vec![IndexFile::Root]
         } else {
@@ -113,7 +104,7 @@ impl Pages {
     /// How many pages one index file of `members` lists: `max_index_entries`,
     /// or fewer when that many entries under the longest of their base URLs
     /// would pass `max_bytes`.
-    pub fn index_capacity(&self, members: &[&Site]) -> usize {
+    fn index_capacity(&self, members: &[&Site]) -> usize {
         members
             .iter()
             .map(|site| IndexWriter::capacity(&site.base_url, self.max_index_bytes))
@@ -124,11 +115,34 @@ impl Pages {
     }
 }
 
-/// A page as an index lists it: which site's, and its summary.
-#[derive(Debug, Clone)]
-pub struct IndexedPage<'a> {
-    pub site: &'a Site,
-    pub entry: store::IndexEntry,
+/// The pages an index of several sites lists, site by site, each site's in
+/// index order.
+#[derive(Debug)]
+pub struct IndexListing<'a> {
+    snapshots: Vec<(&'a Site, Snapshot)>,
+    /// Pages one index file lists at most.
+    pub capacity: usize,
+}
+
+impl IndexListing<'_> {
+    /// Every page, emptied ones included (they still move lastmods), with
+    /// its site.
+    pub fn pages(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
+        self.snapshots
+            .iter()
+            .flat_map(|(site, snapshot)| snapshot.iter().map(move |entry| (*site, entry)))
+    }
+
+    /// The pages an index lists: the non-empty ones.
+    pub fn listed(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
+        self.pages().filter(|(_, entry)| entry.url_count > 0)
+    }
+
+    /// Into how many index files of [`IndexListing::capacity`] pages the
+    /// listed pages split (one at least).
+    pub fn chunks(&self) -> usize {
+        self.listed().count().div_ceil(self.capacity).max(1)
+    }
 }
 
 /// A short, stable digest of whatever shapes a document's bytes besides its

@@ -18,7 +18,7 @@ use super::{AppState, HttpError};
 use crate::cache::{Chunks, PageKey, Source, total_len};
 use crate::codec::{Codec, compress};
 use crate::metrics::{route_of, routes};
-use crate::pages::{IndexedPage, digest, sitemap_lines};
+use crate::pages::{IndexListing, digest, sitemap_lines};
 use crate::site::Site;
 use crate::sitemap::name::IndexFile;
 use crate::sitemap::{Encoding, IndexWriter, PageName};
@@ -83,10 +83,9 @@ async fn index(
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
     let members = state.sites.index_members(site);
-    let pages = state.pages.index_pages(&members).await?;
-    let capacity = state.pages.index_capacity(&members);
-    let listed: Vec<_> = pages.iter().filter(|p| p.entry.url_count > 0).collect();
-    let chunks = listed.len().div_ceil(capacity).max(1);
+    let listing = state.pages.index_listing(&members).await?;
+    let capacity = listing.capacity;
+    let chunks = listing.chunks();
     let nested = state.pages.nested_index && chunks > 1;
     let chunk = match (file, nested) {
         (IndexFile::Root, true) => None,
@@ -97,7 +96,7 @@ async fn index(
     };
     // Any change to any page (a new, changed or emptied one) moves the
     // newest change time, so it versions the whole index.
-    let newest = pages.iter().map(|p| p.entry.lastmod).max();
+    let newest = listing.pages().map(|(_, entry)| entry.lastmod).max();
     let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
     let (content_type, codec, vary) = match encoding {
         Encoding::Gzip => (GZIP, Codec::Gzip, None),
@@ -126,25 +125,26 @@ async fn index(
     if validators.client_is_current(request) {
         return Ok(validators.not_modified(state.cache_max_age, vary));
     }
-    let mut out = Vec::with_capacity(128 + capacity.min(listed.len()) * 128);
+    let mut out = Vec::with_capacity(128 + capacity * 128);
     let mut writer = IndexWriter::start(&mut out);
     match chunk {
         Some(chunk) => {
-            for listed in listed.chunks(capacity).nth(chunk - 1).unwrap_or_default() {
+            for (listed_site, entry) in listing.listed().skip((chunk - 1) * capacity).take(capacity)
+            {
                 let name = PageName {
-                    section: listed.entry.section.clone(),
-                    page: listed.entry.page,
+                    section: entry.section.clone(),
+                    page: entry.page,
                 };
                 writer.push(
                     &mut out,
-                    &listed.site.base_url,
+                    &listed_site.base_url,
                     &name.file_name(Encoding::Gzip),
-                    listed.entry.lastmod,
+                    entry.lastmod,
                 );
             }
         }
         None => {
-            for (part, lastmod) in (1..).zip(newest_per_chunk(&pages, capacity)) {
+            for (part, lastmod) in (1..).zip(newest_per_chunk(&listing)) {
                 writer.push(
                     &mut out,
                     &site.base_url,
@@ -187,13 +187,14 @@ async fn index(
 /// For each run of `capacity` listed pages, the newest change among all
 /// pages (emptied ones included) up to its last: what moves whenever that
 /// index file's entries change, or shift because an earlier page emptied.
-fn newest_per_chunk(pages: &[IndexedPage<'_>], capacity: usize) -> Vec<OffsetDateTime> {
+fn newest_per_chunk(listing: &IndexListing<'_>) -> Vec<OffsetDateTime> {
+    let capacity = listing.capacity;
     let mut newest = Vec::new();
     let mut so_far: Option<OffsetDateTime> = None;
     let mut listed = 0;
-    for page in pages {
-        so_far = so_far.max(Some(page.entry.lastmod));
-        if page.entry.url_count > 0 {
+    for (_, entry) in listing.pages() {
+        so_far = so_far.max(Some(entry.lastmod));
+        if entry.url_count > 0 {
             listed += 1;
             if listed % capacity == 0 {
                 newest.extend(so_far);
