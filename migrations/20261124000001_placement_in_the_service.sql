@@ -41,6 +41,13 @@ DROP FUNCTION sitemap_urls_before_insert(), sitemap_urls_after_insert(),
     sitemap_configure_limits(integer, bigint), sitemap_configure_site(text, text, text);
 DROP TABLE sitemap_sections;
 
+-- How a placement remembers the loc it was placed with: a row whose loc
+-- hashes otherwise is another URL now. (Not STRICT, so it is inlined.)
+CREATE FUNCTION sitemap_loc_hash(loc text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT hashtextextended(loc, 0)
+$$;
+
 -- Where each row is served, or why it is not. Written by folds alone.
 CREATE TABLE sitemap_placements (
     -- the row's sitemap_urls.id
@@ -49,7 +56,7 @@ CREATE TABLE sitemap_placements (
     -- loc no longer matches is a different URL, left out of this page
     site text NOT NULL,
     section text NOT NULL,
-    loc_hash bigint NOT NULL,
+    loc_hash bigint NOT NULL, -- sitemap_loc_hash(loc)
     -- the page it is served on, for good; NULL when it is left out
     page integer NULL CHECK (page >= 1),
     -- bytes reserved for its entry (sitemap_entry_bytes); 0 when left out
@@ -63,7 +70,7 @@ CREATE TABLE sitemap_placements (
 
 -- Every row keeps the page it was on.
 INSERT INTO sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason, skip_logged)
-SELECT id, site, section, hashtextextended(loc, 0), page,
+SELECT id, site, section, sitemap_loc_hash(loc), page,
        CASE WHEN page IS NULL THEN 0 ELSE sitemap_entry_bytes(loc) END,
        CASE WHEN page IS NULL THEN coalesce(skip_reason, 'site not configured') END,
        skip_logged
@@ -316,9 +323,7 @@ DECLARE
     previous pg_snapshot;
     current_snapshot pg_snapshot := pg_current_snapshot();
     seen timestamptz := clock_timestamp();
-    folded bigint := 0;
-    n bigint;
-    -- per-page deltas of one step, for sitemap_apply_deltas
+    folded bigint;
     d_sites text[];
     d_sections text[];
     d_pages integer[];
@@ -333,6 +338,30 @@ BEGIN
         RAISE EXCEPTION 'sitemap_fold(): the last fold saw more than this one'
             USING ERRCODE = 'serialization_failure',
                   HINT = 'lock sitemap_fold_state before the transaction''s first query';
+    END IF;
+
+    -- Working tables, kept by the connection between folds (emptied at
+    -- each commit), so frequent folds do not churn the catalog: the rows to
+    -- fold, and each step's per-page deltas, applied once at the end (a
+    -- page's count only falls before then, so placing against it is safe).
+    IF to_regclass('pg_temp.sitemap_fold_rows') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_rows (
+            id bigint NOT NULL,
+            site text NOT NULL,
+            section text NOT NULL,
+            loc text NOT NULL,
+            -- placed again after a configuration change, not changed: not news
+            replaced boolean NOT NULL
+        ) ON COMMIT DELETE ROWS;
+        CREATE TEMP TABLE sitemap_fold_deltas (
+            site text NOT NULL,
+            section text NOT NULL,
+            page integer NOT NULL,
+            url_count bigint NOT NULL,
+            bytes bigint NOT NULL,
+            -- rows placed, changed in place or taken off the page
+            rows_folded bigint NOT NULL
+        ) ON COMMIT DELETE ROWS;
     END IF;
 
     -- A truncation took every row: every page empties, and what was
@@ -351,35 +380,19 @@ BEGIN
         DELETE FROM sitemap_removals RETURNING id, site, loc
     ), dropped AS (
         DELETE FROM sitemap_placements p USING taken t
-        WHERE p.id = t.id AND p.site = t.site AND p.loc_hash = hashtextextended(t.loc, 0)
+        WHERE p.id = t.id AND p.site = t.site AND p.loc_hash = sitemap_loc_hash(t.loc)
         RETURNING p.site, p.section, p.page, p.bytes, t.loc
     ), announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'removed', seen FROM dropped WHERE page IS NOT NULL
     )
-    SELECT array_agg(site), array_agg(section), array_agg(page), array_agg(-rows), array_agg(-b),
-           coalesce(sum(rows), 0)
-    INTO d_sites, d_sections, d_pages, d_counts, d_bytes, n
-    FROM (SELECT site, section, page, count(*) AS rows, sum(bytes)::bigint AS b
-          FROM dropped WHERE page IS NOT NULL GROUP BY site, section, page) d;
-    PERFORM sitemap_apply_deltas(d_sites, d_sections, d_pages, d_counts, d_bytes);
-    folded := folded + n;
+    INSERT INTO sitemap_fold_deltas
+    SELECT site, section, page, -count(*), -sum(bytes), count(*)
+    FROM dropped WHERE page IS NOT NULL GROUP BY site, section, page;
 
     -- Rows changed by transactions the last fold did not see: those that
     -- began after it, and those it saw still running. Then rows a
     -- configuration change took off their page.
-    -- Kept by the connection between folds (emptied at each commit), so
-    -- frequent folds do not churn the catalog.
-    IF to_regclass('pg_temp.sitemap_fold_rows') IS NULL THEN
-        CREATE TEMP TABLE sitemap_fold_rows (
-            id bigint NOT NULL,
-            site text NOT NULL,
-            section text NOT NULL,
-            loc text NOT NULL,
-            -- placed again after a configuration change, not changed: not news
-            replaced boolean NOT NULL
-        ) ON COMMIT DELETE ROWS;
-    END IF;
     INSERT INTO sitemap_fold_rows
     SELECT u.id, u.site, u.section, u.loc, false FROM sitemap_urls u
     WHERE u.change_xid >= pg_snapshot_xmax(previous)
@@ -393,8 +406,7 @@ BEGIN
     SELECT u.id, u.site, u.section, u.loc, true
     FROM requeued q JOIN sitemap_urls u ON u.id = q.id
     WHERE NOT EXISTS (SELECT 1 FROM sitemap_fold_rows f WHERE f.id = q.id);
-    GET DIAGNOSTICS n = ROW_COUNT;
-    IF n + (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10001) c) > 10000 THEN
+    IF (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10001) c) > 10000 THEN
         ANALYZE sitemap_fold_rows;
     END IF;
 
@@ -403,14 +415,12 @@ BEGIN
     WITH moved AS (
         DELETE FROM sitemap_placements p USING sitemap_fold_rows f
         WHERE p.id = f.id
-          AND (p.site, p.section, p.loc_hash) IS DISTINCT FROM (f.site, f.section, hashtextextended(f.loc, 0))
+          AND (p.site, p.section, p.loc_hash) IS DISTINCT FROM (f.site, f.section, sitemap_loc_hash(f.loc))
         RETURNING p.site, p.section, p.page, p.bytes
     )
-    SELECT array_agg(site), array_agg(section), array_agg(page), array_agg(-rows), array_agg(-b)
-    INTO d_sites, d_sections, d_pages, d_counts, d_bytes
-    FROM (SELECT site, section, page, count(*) AS rows, sum(bytes)::bigint AS b
-          FROM moved WHERE page IS NOT NULL GROUP BY site, section, page) d;
-    PERFORM sitemap_apply_deltas(d_sites, d_sections, d_pages, d_counts, d_bytes);
+    INSERT INTO sitemap_fold_deltas
+    SELECT site, section, page, -count(*), -sum(bytes), 0
+    FROM moved WHERE page IS NOT NULL GROUP BY site, section, page;
 
     -- A row still on its page changed in place: its page's lastmod moves.
     WITH touched AS (
@@ -421,12 +431,8 @@ BEGIN
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'updated', seen FROM touched
     )
-    SELECT array_agg(site), array_agg(section), array_agg(page), array_agg(0::bigint), array_agg(0::bigint),
-           coalesce(sum(rows), 0)
-    INTO d_sites, d_sections, d_pages, d_counts, d_bytes, n
-    FROM (SELECT site, section, page, count(*) AS rows FROM touched GROUP BY site, section, page) d;
-    PERFORM sitemap_apply_deltas(d_sites, d_sections, d_pages, d_counts, d_bytes);
-    folded := folded + n;
+    INSERT INTO sitemap_fold_deltas
+    SELECT site, section, page, 0, 0, count(*) FROM touched GROUP BY site, section, page;
 
     -- Rows without a place get one, or the reason they are left out.
     WITH fresh AS MATERIALIZED (
@@ -459,11 +465,11 @@ BEGIN
         FROM fresh f WHERE f.skip_reason IS NULL
     ), placed AS (
         INSERT INTO sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason)
-        SELECT r.id, r.site, r.section, hashtextextended(r.loc, 0),
+        SELECT r.id, r.site, r.section, sitemap_loc_hash(r.loc),
                (s.tail + (r.k - s.room + s.per_page) / s.per_page)::integer, r.bytes, NULL
         FROM numbered r JOIN sections s ON s.site = r.site AND s.section = r.section
         UNION ALL
-        SELECT id, site, section, hashtextextended(loc, 0), NULL, 0, skip_reason
+        SELECT id, site, section, sitemap_loc_hash(loc), NULL, 0, skip_reason
         FROM fresh WHERE skip_reason IS NOT NULL
         RETURNING id, site, section, page, bytes
     ), announced AS (
@@ -471,13 +477,15 @@ BEGIN
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'added', seen FROM numbered WHERE NOT replaced
     )
-    SELECT array_agg(site), array_agg(section), array_agg(page), array_agg(rows), array_agg(b),
-           coalesce(sum(rows), 0)
-    INTO d_sites, d_sections, d_pages, d_counts, d_bytes, n
-    FROM (SELECT site, section, page, count(*) AS rows, sum(bytes)::bigint AS b
-          FROM placed WHERE page IS NOT NULL GROUP BY site, section, page) d;
+    INSERT INTO sitemap_fold_deltas
+    SELECT site, section, page, count(*), sum(bytes), count(*)
+    FROM placed WHERE page IS NOT NULL GROUP BY site, section, page;
+
+    SELECT array_agg(site), array_agg(section), array_agg(page), array_agg(url_count),
+           array_agg(bytes), coalesce(sum(rows_folded), 0)
+    INTO d_sites, d_sections, d_pages, d_counts, d_bytes, folded
+    FROM sitemap_fold_deltas;
     PERFORM sitemap_apply_deltas(d_sites, d_sections, d_pages, d_counts, d_bytes);
-    folded := folded + n;
 
     UPDATE sitemap_fold_state SET folded_through = current_snapshot, folded_at = seen;
     RETURN folded;

@@ -242,7 +242,7 @@ impl Store {
              FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
              WHERE p.site = $1 AND p.section = $2 AND p.page = $3
                AND u.site = p.site AND u.section = p.section
-               AND hashtextextended(u.loc, 0) = p.loc_hash
+               AND sitemap_loc_hash(u.loc) = p.loc_hash
              ORDER BY p.id",
         )
         .bind(site)

@@ -61,7 +61,7 @@ impl Store {
              FROM sitemap_urls u
              LEFT JOIN sitemap_placements p
                  ON p.id = u.id AND p.site = u.site AND p.section = u.section
-                AND p.loc_hash = hashtextextended(u.loc, 0)
+                AND p.loc_hash = sitemap_loc_hash(u.loc)
              WHERE u.site = $1 AND u.loc = $2",
         )
         .bind(site)

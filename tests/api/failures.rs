@@ -79,7 +79,7 @@ async fn overfill_first_page(app: &TestApp) {
              RETURNING id, site, section, loc
          )
          INSERT INTO sitemap_placements (id, site, section, loc_hash, page, bytes)
-         SELECT id, site, section, hashtextextended(loc, 0), 1, 0 FROM smuggled",
+         SELECT id, site, section, sitemap_loc_hash(loc), 1, 0 FROM smuggled",
     )
     .bind(BASE_URL)
     .execute(&app.pool)

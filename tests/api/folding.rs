@@ -307,7 +307,7 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
         "SELECT count(*) FROM sitemap_urls u
          FULL JOIN sitemap_placements p ON p.id = u.id
          WHERE u.id IS NULL OR p.id IS NULL
-            OR (p.site, p.section, p.loc_hash) <> (u.site, u.section, hashtextextended(u.loc, 0))",
+            OR (p.site, p.section, p.loc_hash) <> (u.site, u.section, sitemap_loc_hash(u.loc))",
     )
     .fetch_one(&app.pool)
     .await
