@@ -28,20 +28,7 @@ pg_base=${PG_BASE:-postgres://postgres@127.0.0.1:5432}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Locs in hash order, so that the file is not already in key order; under the
-# default base URL, http://localhost:8080/.
-python3 - "$lines" "$work/urls.jsonl" <<'PY'
-import hashlib, sys
-lines, path = int(sys.argv[1]), sys.argv[2]
-sections = ["blog", "products", "news"]
-with open(path, "w") as out:
-    for i in range(lines):
-        section = sections[i % 3]
-        slug = hashlib.md5(str(i).encode()).hexdigest()[:10]
-        out.write('{"loc": "http://localhost:8080/%s/%s-%d", "lastmod": "2026-10-%02dT12:00:00Z", '
-                  '"changefreq": "weekly", "priority": 0.5, "section": "%s"}\n'
-                  % (section, slug, i, 1 + i % 28, section))
-PY
+python3 "$(dirname "$0")/gen_jsonl.py" "$lines" "$work/urls.jsonl"
 
 timed() { # database, binary -> "seconds KiB"
     DATABASE_URL="$pg_base/$1" /usr/bin/time -o "$work/time" -f "%e %M" \

@@ -29,20 +29,7 @@ url="$pg_base/$db"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The same shape as scripts/bench_import.sh: three sections, locs in hash
-# order, every field set.
-python3 - "$lines" "$work/urls.jsonl" <<'PY'
-import hashlib, sys
-lines, path = int(sys.argv[1]), sys.argv[2]
-sections = ["blog", "products", "news"]
-with open(path, "w") as out:
-    for i in range(lines):
-        section = sections[i % 3]
-        slug = hashlib.md5(str(i).encode()).hexdigest()[:10]
-        out.write('{"loc": "http://localhost:8080/%s/%s-%d", "lastmod": "2026-10-%02dT12:00:00Z", '
-                  '"changefreq": "weekly", "priority": 0.5, "section": "%s"}\n'
-                  % (section, slug, i, 1 + i % 28, section))
-PY
+python3 "$(dirname "$0")/gen_jsonl.py" "$lines" "$work/urls.jsonl"
 
 now() { date +%s.%N; }
 columns="site, section, loc, lastmod, changefreq, priority"
