@@ -50,6 +50,7 @@ fn write_page(
             lastmod: Some(*lastmod),
             changefreq: *changefreq,
             priority: *priority,
+            ..Default::default()
         };
         let _ = writer.push(out, &entry).expect("within limits");
     }

@@ -56,6 +56,7 @@ pub struct Metrics {
     rows_read: Counter,
     rows_left_out: Counter,
     skipped_rows: Family<SiteLabels, Gauge>,
+    hreflang_cluster_problems: Gauge,
     pool: Family<PoolLabels, Gauge>,
     pages_served: Family<SourceLabels, Counter>,
     page_cache_bytes: Gauge,
@@ -103,6 +104,12 @@ impl Default for Metrics {
             "skipped_rows",
             "Rows not served because their loc is outside their site's base URL or their site is not configured",
             skipped_rows.clone(),
+        );
+        let hreflang_cluster_problems = Gauge::default();
+        registry.register(
+            "hreflang_cluster_problems",
+            "hreflang clusters served without links because their input conflicts or is incomplete (see /api/v1/stats)",
+            hreflang_cluster_problems.clone(),
         );
         let pool = Family::<PoolLabels, Gauge>::default();
         registry.register(
@@ -160,6 +167,7 @@ impl Default for Metrics {
             rows_read,
             rows_left_out,
             skipped_rows,
+            hreflang_cluster_problems,
             pool,
         }
     }
@@ -237,6 +245,9 @@ impl Metrics {
                 .get_or_create(&SiteLabels { site })
                 .set(count);
         }
+        if let Some(problems) = gauges.hreflang_cluster_problems {
+            self.hreflang_cluster_problems.set(problems);
+        }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String");
@@ -253,6 +264,8 @@ pub struct Gauges {
     /// Rows left out per site; `None` keeps them as last read (the database
     /// did not answer in time).
     pub skipped_rows: Option<Vec<(String, i64)>>,
+    /// hreflang clusters with a problem; `None` as for `skipped_rows`.
+    pub hreflang_cluster_problems: Option<i64>,
 }
 
 fn tier(overflow: bool) -> TierLabels {

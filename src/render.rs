@@ -17,7 +17,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::cache::PageKey;
 use crate::codec::{CHUNK_BYTES, Sink};
 use crate::metrics::Metrics;
-use crate::sitemap::{LimitExceeded, UrlEntry, UrlsetWriter};
+use crate::sitemap::extensions::{Alternates, Image, Video};
+use crate::sitemap::{Extensions, LimitExceeded, Namespaces, UrlEntry, UrlsetWriter};
 use crate::skips::SkipLog;
 use crate::store::Store;
 
@@ -100,11 +101,25 @@ pub async fn build_page(
     let started = std::time::Instant::now();
     let (mut rows_read, mut left_out) = (0, 0);
     let mut chunks = Vec::new();
+    let carried = store
+        .page_extensions(&page.site, &page.section, page.page)
+        .await?;
+    let namespaces = Namespaces {
+        xhtml: carried.alternates,
+        image: carried.images,
+        video: carried.videos,
+        news: false,
+    };
     let mut rows = std::pin::pin!(store.page_rows(&page.site, &page.section, page.page));
     let mut sink = Sink::new(page.codec, options.gzip_level)?;
     let mut xml = Vec::with_capacity(CHUNK_BYTES + crate::sitemap::writer::MAX_ENTRY_BYTES);
-    let mut writer = UrlsetWriter::start(&mut xml, options.max_urls, options.max_bytes);
+    let mut writer =
+        UrlsetWriter::start_with(&mut xml, options.max_urls, options.max_bytes, namespaces);
     while let Some(row) = rows.try_next().await? {
+        // Rows the schema checked parse; one that does not is served
+        // without its extensions rather than failing its page.
+        let images: Vec<Image> = parsed(row.images.as_deref());
+        let videos: Vec<Video> = parsed(row.videos.as_deref());
         let entry = UrlEntry {
             loc: &row.loc,
             lastmod: row
@@ -112,6 +127,15 @@ pub async fn build_page(
                 .or(options.lastmod_fallback.then_some(row.updated_at)),
             changefreq: row.changefreq.as_deref(),
             priority: row.priority,
+            extensions: Extensions {
+                alternates: Alternates {
+                    hreflangs: row.hreflangs.as_deref().unwrap_or_default(),
+                    hrefs: row.hrefs.as_deref().unwrap_or_default(),
+                },
+                images: &images,
+                videos: &videos,
+                budget: usize::try_from(row.reserved).ok(),
+            },
         };
         rows_read += 1;
         if let Some(reason) = writer.push(&mut xml, &entry)? {
@@ -126,9 +150,23 @@ pub async fn build_page(
         }
     }
     drop(slot);
+    let deferred = writer.deferred();
     writer.finish(&mut xml);
     chunks.push(sink.finish(&mut xml)?);
+    if deferred > 0 {
+        tracing::debug!(
+            site = %page.site, section = %page.section, page = page.page, deferred,
+            "entries served without extensions that changed since their page was folded"
+        );
+    }
     metrics.page_built(started.elapsed(), rows_read, left_out);
     metrics.body_bytes(route, chunks.iter().map(Bytes::len).sum());
     Ok(chunks.into())
+}
+
+/// A stored JSON array, or nothing when there is none (or it does not
+/// parse).
+fn parsed<T: serde::de::DeserializeOwned>(json: Option<&str>) -> Vec<T> {
+    json.and_then(|json| serde_json::from_str(json).ok())
+        .unwrap_or_default()
 }

@@ -262,6 +262,7 @@ proptest! {
                 lastmod: lastmod.and_then(|s| OffsetDateTime::from_unix_timestamp(s).ok()),
                 changefreq: changefreq.map(|i| CHANGEFREQS[i]),
                 priority: *priority,
+                ..Default::default()
             };
             match writer.push(&mut out, &entry) {
                 Ok(None) => written.push(served(loc)),
@@ -313,7 +314,7 @@ proptest! {
         let mut xml = Vec::new();
         let mut writer = UrlsetWriter::start(&mut xml, 50_000, 52_428_800);
         for loc in &locs {
-            let entry = UrlEntry { loc, lastmod: None, changefreq: None, priority: None };
+            let entry = UrlEntry { loc, lastmod: None, changefreq: None, priority: None, ..Default::default() };
             prop_assert_eq!(writer.push(&mut xml, &entry), Ok(None));
         }
         writer.finish(&mut xml);

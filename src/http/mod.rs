@@ -181,16 +181,22 @@ async fn too_many_connections(State(state): State<AppState>) -> Response {
 
 async fn metrics(State(state): State<AppState>) -> Response {
     let pool = state.store.pool();
-    let skipped = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
-        state.store.skipped_counts(),
-    )
-    .await;
+    let (skipped, cluster_problems) = tokio::join!(
+        tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            state.store.skipped_counts(),
+        ),
+        tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            state.store.cluster_problems(),
+        ),
+    );
     let text = state.metrics.render(crate::metrics::Gauges {
         page_cache_bytes: state.pages.cache.memory_bytes(),
         pool_size: i64::from(pool.size()),
         pool_idle: pool.num_idle() as i64,
         skipped_rows: skipped.ok().and_then(Result::ok),
+        hreflang_cluster_problems: cluster_problems.ok().and_then(Result::ok),
     });
     let content_type =
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");

@@ -74,7 +74,7 @@ pub fn elements<T: DeserializeOwned>(
 ) -> Result<Elements<T>, BatchError> {
     let parse = |text: &str| {
         serde_json::from_str::<T>(text).map_err(|e| FieldError {
-            field: "record",
+            field: "record".into(),
             value: truncated(text.trim(), QUOTE_CHARS),
             rule: format!("{expected} ({e})"),
         })
@@ -150,7 +150,10 @@ mod tests {
         assert_eq!(parsed[0].0, Position::Index(0));
         assert!(parsed[0].1.is_ok());
         let error = parsed[1].1.as_ref().expect_err("not an object");
-        assert_eq!((error.field, error.value.as_str()), ("record", "7"));
+        assert_eq!(
+            (error.field.as_str(), error.value.as_str()),
+            ("record", "7")
+        );
         let error = parsed[2].1.as_ref().expect_err("unknown field");
         assert!(error.rule.contains("unknown field `colour`"), "{error}");
     }

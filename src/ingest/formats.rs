@@ -153,7 +153,7 @@ fn read_jsonl(
             continue;
         }
         let parsed = serde_json::from_str::<RawRecord>(&line).map_err(|e| FieldError {
-            field: "record",
+            field: "record".into(),
             value: truncated(&line, QUOTE_CHARS),
             rule: format!(
                 "a JSON object of loc, lastmod, changefreq, priority, section, site ({e})"

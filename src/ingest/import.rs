@@ -242,6 +242,30 @@ fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
         }
         None => line.push_str("\\N"),
     }
+    for json in [
+        record.images.as_ref().map(serde_json::to_string),
+        record.videos.as_ref().map(serde_json::to_string),
+        record.news.as_ref().map(serde_json::to_string),
+    ] {
+        line.push('\t');
+        match json {
+            // Compact JSON holds no raw tab or newline; its escapes' backslashes double.
+            Some(Ok(json)) => line.push_str(&json.replace('\\', "\\\\")),
+            _ => line.push_str("\\N"),
+        }
+    }
+    match &record.membership {
+        Some(membership) => {
+            // Validated hreflang values are letters and hyphens.
+            let _ = write!(
+                line,
+                "\t{{{}}}\t{}",
+                membership.hreflang.join(","),
+                membership.cluster.replace('\\', "\\\\")
+            );
+        }
+        None => line.push_str("\t\\N\t\\N"),
+    }
     line.push('\n');
     out.extend_from_slice(line.as_bytes());
 }

@@ -1,7 +1,8 @@
 //! Ways records come in besides plain SQL, and the rules they all share.
 //!
 //! - [`validate`]: one rulebook for what a valid record is, and how it is
-//!   normalised, whatever the record came through.
+//!   normalised, whatever the record came through; [`extensions`] holds its
+//!   rules for images, videos, news and hreflang alternates.
 //! - [`formats`]: reading records from JSON Lines, CSV and sitemap files.
 //! - [`import`]: `sitemapd import`, all or nothing, in bounded memory; and
 //!   the same atomic upsert for a write API batch.
@@ -9,6 +10,7 @@
 //! - [`batch`]: a write API request body taken apart into records.
 
 pub(crate) mod batch;
+pub mod extensions;
 pub mod formats;
 pub mod import;
 pub(crate) mod sort;

@@ -15,8 +15,10 @@ use serde::Deserialize;
 use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 use url::Url;
 
+use super::extensions::{Checker, Membership};
 use crate::quote::truncated;
 use crate::site::Site;
+use crate::sitemap::extensions::{Image, News, Video};
 use crate::sitemap::name::{SLUG_RULE, is_section_slug};
 use crate::sitemap::writer::MAX_LOC_CHARS;
 use crate::sitemap::{CHANGEFREQS, web_url_problem};
@@ -46,6 +48,21 @@ pub struct RawRecord {
     pub section: Option<String>,
     /// A configured site (default: the primary site).
     pub site: Option<String>,
+    /// hreflang alternates, the record's own loc among them:
+    /// `[{"hreflang": "de-AT", "href": "https://…"}]`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub alternates: Option<serde_json::Value>,
+    /// At most 1,000 images: `[{"loc": "https://…"}]`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub images: Option<serde_json::Value>,
+    /// Videos: `[{"thumbnail_loc", "title", "description", "content_loc" or
+    /// "player_loc", …}]`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub videos: Option<serde_json::Value>,
+    /// A Google News article: `{"publication_name", "language",
+    /// "publication_date", "title"}`.
+    #[schema(value_type = Option<Object>)]
+    pub news: Option<serde_json::Value>,
 }
 
 /// A valid record, normalised, ready to store.
@@ -57,12 +74,16 @@ pub struct Record {
     pub lastmod: Option<OffsetDateTime>,
     pub changefreq: Option<&'static str>,
     pub priority: Option<f32>,
+    pub images: Option<Vec<Image>>,
+    pub videos: Option<Vec<Video>>,
+    pub news: Option<News>,
+    pub membership: Option<Membership>,
 }
 
 /// One broken rule: which field, the value (cut short), and the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
-    pub field: &'static str,
+    pub field: String,
     pub value: String,
     pub rule: String,
 }
@@ -170,6 +191,22 @@ impl<'a> Validator<'a> {
             }
             None
         });
+        let (mut images, mut videos, mut news, mut membership) = (None, None, None, None);
+        if let Some(loc) = &loc {
+            let mut checker = Checker {
+                loc,
+                now: self.now,
+                errors: &mut errors,
+            };
+            images = raw.images.as_ref().and_then(|v| checker.images(v));
+            videos = raw.videos.as_ref().and_then(|v| checker.videos(v));
+            news = raw.news.as_ref().and_then(|v| checker.news(v));
+            membership = raw
+                .alternates
+                .as_ref()
+                .and_then(|v| checker.alternates(v))
+                .flatten();
+        }
         match (errors.is_empty(), loc, site) {
             (true, Some(loc), Some(site)) => Ok(Record {
                 site: site.name.clone(),
@@ -178,14 +215,19 @@ impl<'a> Validator<'a> {
                 lastmod,
                 changefreq,
                 priority,
+                images: images.filter(|i| !i.is_empty()),
+                videos: videos.filter(|v| !v.is_empty()),
+                news,
+                membership,
             }),
             _ => Err(errors),
         }
     }
 }
 
-/// The normalised loc, or the rule it breaks.
-fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
+/// The normalised loc, or the rule it breaks (outside any site's scope
+/// when `site` is `None`).
+pub(super) fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
     if let Some((i, c)) = loc
         .char_indices()
         .find(|(_, c)| c.is_whitespace() || c.is_control())
@@ -290,6 +332,10 @@ fn digits<T: std::str::FromStr>(s: &str, n: usize) -> Option<T> {
 }
 
 fn error(field: &'static str, value: &str, rule: String) -> FieldError {
+    field_error(field.to_owned(), value, rule)
+}
+
+pub(super) fn field_error(field: String, value: &str, rule: String) -> FieldError {
     FieldError {
         field,
         value: truncated(value, QUOTE_CHARS),
@@ -535,10 +581,10 @@ mod tests {
             changefreq: Some("rarely".into()),
             priority: Some("2".into()),
             section: Some("Bad".into()),
-            site: None,
+            ..RawRecord::default()
         })
         .expect_err("all wrong");
-        let fields: Vec<&str> = errors.iter().map(|e| e.field).collect();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(
             fields,
             ["section", "loc", "lastmod", "changefreq", "priority"]

@@ -4,9 +4,12 @@
 //! Everything here is pure (rows in, bytes out), so it is tested on exact
 //! bytes and against the protocol's XSDs without a database.
 
+pub mod codes;
+pub mod extensions;
 pub mod name;
 pub mod writer;
 
+pub use extensions::{Extensions, Namespaces};
 pub use name::{Encoding, PageName};
 pub use writer::{IndexWriter, LimitExceeded, SkipReason, UrlEntry, UrlsetWriter};
 

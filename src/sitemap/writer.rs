@@ -18,11 +18,13 @@ use std::fmt;
 
 use time::{OffsetDateTime, UtcOffset};
 
+use super::extensions::{Extensions, Namespaces};
+
 /// The XML declaration and the stylesheet that makes browsers show a table
 /// (`sitemap.xsl`, beside every document); crawlers ignore the instruction.
 const XML_DECLARATION: &[u8] =
     b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<?xml-stylesheet type=\"text/xsl\" href=\"sitemap.xsl\"?>\n";
-const URLSET_OPEN: &[u8] = b"<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+const URLSET_OPEN: &[u8] = b"<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"";
 const URLSET_CLOSE: &[u8] = b"</urlset>\n";
 const INDEX_OPEN: &[u8] = b"<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
 const INDEX_CLOSE: &[u8] = b"</sitemapindex>\n";
@@ -40,12 +42,13 @@ pub const MAX_LOC_CHARS: usize = 2048;
 pub const MAX_ENTRY_BYTES: usize = ENTRY_OVERHEAD + MAX_LOC_CHARS * 12;
 
 /// One `<url>` of a page.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct UrlEntry<'a> {
     pub loc: &'a str,
     pub lastmod: Option<OffsetDateTime>,
     pub changefreq: Option<&'a str>,
     pub priority: Option<f32>,
+    pub extensions: Extensions<'a>,
 }
 
 /// Why an entry was left out of a page.
@@ -98,21 +101,47 @@ pub struct LimitExceeded {
 pub struct UrlsetWriter {
     max_urls: u32,
     max_bytes: u64,
+    namespaces: Namespaces,
     urls: u32,
     bytes: u64,
+    /// Entries written without their extensions (see [`Extensions::budget`]).
+    deferred: u64,
 }
 
 impl UrlsetWriter {
     /// Starts a document in `out` (which it assumes empty of this document).
     pub fn start(out: &mut Vec<u8>, max_urls: u32, max_bytes: u64) -> Self {
+        Self::start_with(out, max_urls, max_bytes, Namespaces::default())
+    }
+
+    /// Starts a document that declares `namespaces`: entries carry the
+    /// extensions of those alone.
+    pub fn start_with(
+        out: &mut Vec<u8>,
+        max_urls: u32,
+        max_bytes: u64,
+        namespaces: Namespaces,
+    ) -> Self {
+        let start = out.len();
         out.extend_from_slice(XML_DECLARATION);
         out.extend_from_slice(URLSET_OPEN);
+        namespaces.write(out);
+        out.extend_from_slice(b">\n");
         UrlsetWriter {
             max_urls,
             max_bytes,
+            namespaces,
             urls: 0,
-            bytes: (XML_DECLARATION.len() + URLSET_OPEN.len()) as u64,
+            bytes: (out.len() - start) as u64,
+            deferred: 0,
         }
+    }
+
+    /// Entries so far whose extensions were left for a later build: they
+    /// changed since their page made room for them, or need a namespace
+    /// the document did not declare.
+    pub fn deferred(&self) -> u64 {
+        self.deferred
     }
 
     /// URLs written so far.
@@ -132,6 +161,19 @@ impl UrlsetWriter {
             out.truncate(start);
             return Ok(Some(reason));
         }
+        if !entry.extensions.is_empty() {
+            let extensions_start = out.len();
+            let written = entry.extensions.write(out, self.namespaces);
+            let fits = entry
+                .extensions
+                .budget
+                .is_none_or(|budget| out.len() - start + URL_CLOSE.len() <= budget);
+            if written.is_err() || !fits || !self.declares_all(&entry.extensions) {
+                out.truncate(extensions_start);
+                self.deferred += 1;
+            }
+        }
+        out.extend_from_slice(URL_CLOSE);
         let len = (out.len() - start) as u64;
         let (urls, bytes) = (self.urls + 1, self.bytes + len);
         if urls > self.max_urls || bytes + URLSET_CLOSE.len() as u64 > self.max_bytes {
@@ -146,6 +188,12 @@ impl UrlsetWriter {
         self.urls = urls;
         self.bytes = bytes;
         Ok(None)
+    }
+
+    fn declares_all(&self, extensions: &Extensions<'_>) -> bool {
+        (self.namespaces.xhtml || extensions.alternates.hrefs.is_empty())
+            && (self.namespaces.image || extensions.images.is_empty())
+            && (self.namespaces.video || extensions.videos.is_empty())
     }
 
     /// Closes the document; returns its total uncompressed size.
@@ -302,15 +350,16 @@ fn write_entry(out: &mut Vec<u8>, entry: &UrlEntry<'_>) -> Result<(), SkipReason
         write_priority(out, priority);
         out.extend_from_slice(b"</priority>");
     }
-    out.extend_from_slice(b"</url>\n");
     Ok(())
 }
+
+const URL_CLOSE: &[u8] = b"</url>\n";
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 /// Writes `loc` percent-encoding non-ASCII and escaping XML, copying runs of
 /// plain bytes at once.
-fn write_loc(out: &mut Vec<u8>, loc: &str) -> Result<(), SkipReason> {
+pub(super) fn write_loc(out: &mut Vec<u8>, loc: &str) -> Result<(), SkipReason> {
     let bytes = loc.as_bytes();
     let mut run_start = 0;
     for (i, &b) in bytes.iter().enumerate() {
@@ -325,6 +374,36 @@ fn write_loc(out: &mut Vec<u8>, loc: &str) -> Result<(), SkipReason> {
             0x80.. => {
                 percent = [b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
                 &percent
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[run_start..i]);
+        out.extend_from_slice(replacement);
+        run_start = i + 1;
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+    Ok(())
+}
+
+/// Writes `text` with the five XML entities escaped; refuses the
+/// characters XML 1.0 cannot carry.
+pub(super) fn write_text(out: &mut Vec<u8>, text: &str) -> Result<(), SkipReason> {
+    let bytes = text.as_bytes();
+    let mut run_start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let replacement: &[u8] = match b {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            b'\'' => b"&apos;",
+            b'\t' | b'\n' | b'\r' => continue,
+            0x00..=0x1f => return Err(SkipReason::ForbiddenCharacter { byte_offset: i }),
+            // U+FFFE and U+FFFF (EF BF BE / EF BF BF)
+            0xef if bytes.get(i + 1) == Some(&0xbf)
+                && matches!(bytes.get(i + 2), Some(0xbe | 0xbf)) =>
+            {
+                return Err(SkipReason::ForbiddenCharacter { byte_offset: i });
             }
             _ => continue,
         };
@@ -391,6 +470,21 @@ fn write_priority(out: &mut Vec<u8>, priority: f32) {
     push_digits(out, fraction, digits);
 }
 
+/// A non-negative number rounded to at most three decimals, trailing zeros
+/// trimmed but one kept, as a rating is written: `4.2`, `5.0`, `3.125`.
+pub(super) fn write_decimal(out: &mut Vec<u8>, value: f64) {
+    let thousandths = (value * 1000.0).round() as u32;
+    out.extend_from_slice((thousandths / 1000).to_string().as_bytes());
+    out.push(b'.');
+    let mut fraction = thousandths % 1000;
+    let mut digits = 3;
+    while digits > 1 && fraction.is_multiple_of(10) {
+        fraction /= 10;
+        digits -= 1;
+    }
+    push_digits(out, fraction, digits);
+}
+
 fn push_digits(out: &mut Vec<u8>, value: u32, width: u32) {
     for place in (0..width).rev() {
         out.push(b'0' + (value / 10u32.pow(place) % 10) as u8);
@@ -409,6 +503,7 @@ mod tests {
             lastmod: None,
             changefreq: None,
             priority: None,
+            ..Default::default()
         }
     }
 
@@ -430,6 +525,7 @@ mod tests {
             lastmod: Some(datetime!(2026-11-21 09:30:05.123 +02:00)),
             changefreq: Some("weekly"),
             priority: Some(0.8),
+            ..Default::default()
         };
         assert_eq!(
             page(&[full, entry("https://example.com/")]),
@@ -550,7 +646,7 @@ mod tests {
     #[test]
     fn enforces_the_byte_limit_counting_the_closing_tag() {
         let loc = "https://e.com/x";
-        let header = XML_DECLARATION.len() + URLSET_OPEN.len();
+        let header = XML_DECLARATION.len() + URLSET_OPEN.len() + ">\n".len();
         let one = "<url><loc>https://e.com/x</loc></url>\n".len();
         let max_bytes = (header + 2 * one + URLSET_CLOSE.len()) as u64;
         let mut out = Vec::new();
@@ -569,6 +665,7 @@ mod tests {
             lastmod: Some(datetime!(2026-12-31 23:59:59 UTC)),
             changefreq: Some("monthly"),
             priority: Some(0.125),
+            ..Default::default()
         };
         let mut out = Vec::new();
         // An empty loc is refused, so measure around a one-byte loc.
@@ -577,7 +674,7 @@ mod tests {
             ..longest
         };
         write_entry(&mut out, &one).expect("writable");
-        assert_eq!(out.len(), ENTRY_OVERHEAD + 1);
+        assert_eq!(out.len() + URL_CLOSE.len(), ENTRY_OVERHEAD + 1);
     }
 
     #[test]
@@ -599,9 +696,10 @@ mod tests {
                     lastmod: Some(datetime!(2026-01-02 03:04:05 UTC)),
                     changefreq,
                     priority,
+                    ..Default::default()
                 };
                 write_entry(&mut out, &e).expect("writable");
-                assert!(out.len() <= entry_bytes(loc), "{loc}");
+                assert!(out.len() + URL_CLOSE.len() <= entry_bytes(loc), "{loc}");
             }
         }
         assert_eq!(

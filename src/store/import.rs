@@ -50,7 +50,12 @@ impl Store {
                      section text NOT NULL,
                      lastmod timestamptz,
                      changefreq text,
-                     priority real
+                     priority real,
+                     images jsonb,
+                     videos jsonb,
+                     news jsonb,
+                     hreflang text[],
+                     hreflang_cluster text
                  ) ON COMMIT DROP",
             ])
             .await?;
@@ -68,7 +73,8 @@ impl ImportSession {
     }
 
     /// Copies batches of rows, in `COPY` text format, into the staging
-    /// table (site, loc, ord, section, lastmod, changefreq, priority), in
+    /// table (site, loc, ord, section, lastmod, changefreq, priority,
+    /// images, videos, news, hreflang, hreflang_cluster), in
     /// one `COPY`: a statement per batch cost 25 ms each.
     pub async fn copy(&mut self, batches: impl Stream<Item = Vec<u8>>) -> Result<(), Error> {
         let mut copy = self.tx.copy_in_raw("COPY import_rows FROM STDIN").await?;
@@ -149,22 +155,31 @@ macro_rules! write_rows {
         concat!(
             "WITH classified AS MATERIALIZED (
                  SELECT r.site, r.section, r.loc, r.lastmod, r.changefreq, r.priority,
+                        r.images, r.videos, r.news, r.hreflang, r.hreflang_cluster,
                         -- NULL: no such row; else whether a field differs
-                        (SELECT (e.section, e.lastmod, e.changefreq, e.priority)
-                                IS DISTINCT FROM (r.section, r.lastmod, r.changefreq, r.priority)
+                        (SELECT (e.section, e.lastmod, e.changefreq, e.priority,
+                                 e.images, e.videos, e.news, e.hreflang, e.hreflang_cluster)
+                                IS DISTINCT FROM (r.section, r.lastmod, r.changefreq, r.priority,
+                                 r.images, r.videos, r.news, r.hreflang, r.hreflang_cluster)
                          FROM sitemap_urls e WHERE e.site = r.site AND e.loc = r.loc) AS differs
                  FROM import_rows r
              ), changed AS (
                  UPDATE sitemap_urls u
-                 SET section = c.section, lastmod = c.lastmod, changefreq = c.changefreq, priority = c.priority
+                 SET section = c.section, lastmod = c.lastmod, changefreq = c.changefreq, priority = c.priority,
+                     images = c.images, videos = c.videos, news = c.news, hreflang = c.hreflang,
+                     hreflang_cluster = c.hreflang_cluster
                  FROM classified c
                  WHERE c.differs AND u.site = c.site AND u.loc = c.loc
-                   AND (u.section, u.lastmod, u.changefreq, u.priority)
-                       IS DISTINCT FROM (c.section, c.lastmod, c.changefreq, c.priority)
+                   AND (u.section, u.lastmod, u.changefreq, u.priority,
+                        u.images, u.videos, u.news, u.hreflang, u.hreflang_cluster)
+                       IS DISTINCT FROM (c.section, c.lastmod, c.changefreq, c.priority,
+                        c.images, c.videos, c.news, c.hreflang, c.hreflang_cluster)
                  RETURNING 1
              ), added AS (
-                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority)
-                 SELECT c.site, c.section, c.loc, c.lastmod, c.changefreq, c.priority
+                 INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority,
+                                                images, videos, news, hreflang, hreflang_cluster)
+                 SELECT c.site, c.section, c.loc, c.lastmod, c.changefreq, c.priority,
+                        c.images, c.videos, c.news, c.hreflang, c.hreflang_cluster
                  FROM classified c
                  WHERE c.differs IS NULL ",
             $on_conflict,
@@ -184,7 +199,11 @@ const WRITE_ROWS: &str = write_rows!("");
 const WRITE_ROWS_RACED: &str = write_rows!(
     "ON CONFLICT (site, loc) DO UPDATE
      SET section = excluded.section, lastmod = excluded.lastmod,
-         changefreq = excluded.changefreq, priority = excluded.priority
-     WHERE (u.section, u.lastmod, u.changefreq, u.priority)
-           IS DISTINCT FROM (excluded.section, excluded.lastmod, excluded.changefreq, excluded.priority)"
+         changefreq = excluded.changefreq, priority = excluded.priority,
+         images = excluded.images, videos = excluded.videos, news = excluded.news,
+         hreflang = excluded.hreflang, hreflang_cluster = excluded.hreflang_cluster
+     WHERE (u.section, u.lastmod, u.changefreq, u.priority,
+            u.images, u.videos, u.news, u.hreflang, u.hreflang_cluster)
+           IS DISTINCT FROM (excluded.section, excluded.lastmod, excluded.changefreq, excluded.priority,
+            excluded.images, excluded.videos, excluded.news, excluded.hreflang, excluded.hreflang_cluster)"
 );

@@ -24,7 +24,7 @@ mod records;
 
 pub use fold::{Retention, Turn};
 pub use import::{ImportCounts, ImportSession};
-pub use records::{PageStats, SectionStats, SiteStats, StoredRecord};
+pub use records::{ClusterStats, PageStats, SectionStats, SiteStats, StoredRecord};
 
 /// A database failure. Before a response's first byte it becomes a `503`.
 ///
@@ -91,6 +91,22 @@ pub(crate) struct UrlRow {
     pub changefreq: Option<String>,
     pub priority: Option<f32>,
     pub updated_at: OffsetDateTime,
+    /// The extensions as stored (JSON), parsed by the renderer.
+    pub images: Option<String>,
+    pub videos: Option<String>,
+    /// The links of the cluster the row was folded into, if it is served.
+    pub hreflangs: Option<Vec<String>>,
+    pub hrefs: Option<Vec<String>>,
+    /// Bytes the row's page reserved for its entry.
+    pub reserved: i32,
+}
+
+/// Which extensions a page's entries carry, as its summary counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub(crate) struct PageExtensions {
+    pub alternates: bool,
+    pub images: bool,
+    pub videos: bool,
 }
 
 /// A row left out of every sitemap, with the reason the schema recorded.
@@ -238,8 +254,11 @@ impl Store {
         // A row whose site, section or loc changed since it was placed is
         // another URL: it leaves this page now, and the next fold places it.
         let rows = sqlx::query_as(
-            "SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at
+            "SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
+                    u.images::text AS images, u.videos::text AS videos,
+                    k.hreflangs, k.hrefs, p.bytes AS reserved
              FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+             LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
              WHERE p.site = $1 AND p.section = $2 AND p.page = $3
                AND u.site = p.site AND u.section = p.section
                AND sitemap_loc_hash(u.loc) = p.loc_hash
@@ -258,6 +277,28 @@ impl Store {
                 Err(_) => Some((Err(Error::Timeout(self.read_timeout)), None)),
             }
         })
+    }
+
+    /// Which extensions the entries of a page carry (none, for a page that
+    /// does not exist).
+    pub(crate) async fn page_extensions(
+        &self,
+        site: &str,
+        section: &str,
+        page: i32,
+    ) -> Result<PageExtensions, Error> {
+        let found = self.in_time(
+            sqlx::query_as(
+                "SELECT alternates > 0 AS alternates, images > 0 AS images, videos > 0 AS videos
+                 FROM sitemap_pages WHERE site = $1 AND section = $2 AND page = $3",
+            )
+            .bind(site)
+            .bind(section)
+            .bind(page)
+            .fetch_optional(&self.read),
+        )
+        .await?;
+        Ok(found.unwrap_or_default())
     }
 
     /// `read` within the read timeout.

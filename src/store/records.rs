@@ -26,6 +26,15 @@ pub struct StoredRecord {
     /// `None` when the row is left out of every sitemap.
     pub page: Option<i32>,
     pub skip_reason: Option<String>,
+    /// The extensions as stored, JSON.
+    pub images: Option<String>,
+    pub videos: Option<String>,
+    pub news: Option<String>,
+    /// The links of the row's hreflang cluster as folded, and why they are
+    /// not served, if they are not.
+    pub hreflangs: Option<Vec<String>>,
+    pub hrefs: Option<Vec<String>>,
+    pub alternates_problem: Option<String>,
 }
 
 /// One site's counts.
@@ -50,6 +59,20 @@ pub struct PageStats {
     /// Bytes reserved for the page's entries (an upper bound of its size).
     pub bytes: i64,
     pub lastmod: OffsetDateTime,
+    /// Extension entries its URLs carry.
+    pub images: i64,
+    pub videos: i64,
+    pub alternates: i64,
+}
+
+/// The hreflang clusters, and those served without links because their
+/// input is incomplete or conflicting.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterStats {
+    pub clusters: i64,
+    pub with_problems: i64,
+    /// Some of them, `(cluster, problem)`, by name.
+    pub examples: Vec<(String, String)>,
 }
 
 impl Store {
@@ -57,11 +80,14 @@ impl Store {
     pub async fn record(&self, site: &str, loc: &str) -> Result<Option<StoredRecord>, Error> {
         Ok(sqlx::query_as(
             "SELECT u.site, u.section, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
-                    p.page, p.skip_reason
+                    p.page, p.skip_reason,
+                    u.images::text AS images, u.videos::text AS videos, u.news::text AS news,
+                    k.hreflangs, k.hrefs, k.problem AS alternates_problem
              FROM sitemap_urls u
              LEFT JOIN sitemap_placements p
                  ON p.id = u.id AND p.site = u.site AND p.section = u.section
                 AND p.loc_hash = sitemap_loc_hash(u.loc)
+             LEFT JOIN sitemap_clusters k ON k.cluster = u.hreflang_cluster
              WHERE u.site = $1 AND u.loc = $2",
         )
         .bind(site)
@@ -87,39 +113,64 @@ impl Store {
 
     /// Every site's sections and pages with their counts, in index order,
     /// sections that only hold skipped rows included.
-    pub async fn stats(&self) -> Result<Vec<SiteStats>, Error> {
+    pub async fn stats(&self) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
         let mut tx = self.read.begin().await?;
         // One snapshot for both reads, so pages and skips agree.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)
             .await?;
-        let pages: Vec<(String, String, PageStats)> =
-            sqlx::query_as::<_, (String, String, i32, i32, i64, OffsetDateTime)>(
-                "SELECT site, section, page, url_count, bytes, lastmod FROM sitemap_pages
-             ORDER BY site, section, page",
-            )
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .map(|(site, section, page, url_count, bytes, lastmod)| {
-                let page = PageStats {
-                    page,
-                    url_count,
-                    bytes,
-                    lastmod,
-                };
-                (site, section, page)
-            })
-            .collect();
+        let pages: Vec<(String, String, PageStats)> = sqlx::query_as::<_, PageRow>(
+            "SELECT site, section, page, url_count, bytes, lastmod, images, videos, alternates
+             FROM sitemap_pages ORDER BY site, section, page",
+        )
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|row| (row.site, row.section, row.stats))
+        .collect();
         let skipped: Vec<(String, String, i64)> = sqlx::query_as(
             "SELECT site, section, count(*) FROM sitemap_placements
              WHERE skip_reason IS NOT NULL GROUP BY site, section",
         )
         .fetch_all(&mut *tx)
         .await?;
+        let (clusters, with_problems): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM sitemap_clusters),
+                    (SELECT count(*) FROM sitemap_clusters WHERE problem IS NOT NULL)",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let examples = sqlx::query_as(
+            "SELECT cluster, problem FROM sitemap_clusters WHERE problem IS NOT NULL
+             ORDER BY cluster LIMIT 10",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
         tx.commit().await?;
-        Ok(group_stats(pages, skipped))
+        let clusters = ClusterStats {
+            clusters,
+            with_problems,
+            examples,
+        };
+        Ok((group_stats(pages, skipped), clusters))
     }
+
+    /// How many hreflang clusters are served without links, for the metrics.
+    pub async fn cluster_problems(&self) -> Result<i64, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT count(*) FROM sitemap_clusters WHERE problem IS NOT NULL")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct PageRow {
+    site: String,
+    section: String,
+    #[sqlx(flatten)]
+    stats: PageStats,
 }
 
 fn group_stats(

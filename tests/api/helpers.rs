@@ -419,6 +419,39 @@ pub struct Url {
     pub lastmod: Option<String>,
     pub changefreq: Option<String>,
     pub priority: Option<String>,
+    #[serde(rename = "link", default)]
+    pub links: Vec<Link>,
+    #[serde(rename = "image", default)]
+    pub images: Vec<ImageElement>,
+    #[serde(rename = "video", default)]
+    pub videos: Vec<VideoElement>,
+}
+
+/// An `<xhtml:link rel="alternate">`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Link {
+    #[serde(rename = "@rel")]
+    pub rel: String,
+    #[serde(rename = "@hreflang")]
+    pub hreflang: String,
+    #[serde(rename = "@href")]
+    pub href: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ImageElement {
+    #[serde(rename = "loc")]
+    pub loc: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct VideoElement {
+    #[serde(rename = "title")]
+    pub title: String,
+    #[serde(rename = "content_loc")]
+    pub content_loc: Option<String>,
+    #[serde(rename = "tag", default)]
+    pub tags: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -451,11 +484,11 @@ pub enum Schema {
 }
 
 /// Validates with `xmllint --schema` against the sitemaps.org schemas kept
-/// in `tests/fixtures/xsd`.
+/// in `tests/fixtures/xsd`, a urlset together with the extensions' schemas.
 #[track_caller]
 pub fn assert_valid(xml: &[u8], schema: Schema) {
     let xsd = match schema {
-        Schema::Urlset => "sitemap.xsd",
+        Schema::Urlset => "sitemap-with-extensions.xsd",
         Schema::Index => "siteindex.xsd",
     };
     let xsd = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -6,6 +6,7 @@ mod caching;
 mod connections;
 mod deploy;
 mod encodings;
+mod extensions;
 mod failures;
 mod folding;
 mod helpers;

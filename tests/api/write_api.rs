@@ -12,11 +12,11 @@ use sqlx::PgPool;
 
 use crate::helpers::{BASE_URL, TestApp, binary, header};
 
-const TOKEN: &str = "smd_test-token-for-the-write-api";
+pub(crate) const TOKEN: &str = "smd_test-token-for-the-write-api";
 const JSON: (&str, &str) = ("content-type", "application/json");
 const NDJSON: (&str, &str) = ("content-type", "application/x-ndjson");
 
-async fn spawn_api(
+pub(crate) async fn spawn_api(
     pool: PgPool,
     configure: impl FnOnce(&mut sitemapd::config::Settings),
 ) -> TestApp {
@@ -61,7 +61,7 @@ async fn call(
     (status, json)
 }
 
-async fn put(app: &TestApp, records: Value) -> (u16, Value) {
+pub(crate) async fn put(app: &TestApp, records: Value) -> (u16, Value) {
     call(app, Method::PUT, "/api/v1/urls", JSON, records.to_string()).await
 }
 
@@ -570,7 +570,7 @@ fn urlencode(value: &str) -> String {
     url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
 
-trait JsonBody {
+pub(crate) trait JsonBody {
     async fn json_value(self) -> Value;
 }
 

@@ -250,8 +250,8 @@ async fn get_url(
     )
 )]
 async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, HttpError> {
-    let sites = state.store.stats().await?;
-    Ok(Json(Stats::new(sites, |site, section, page| {
+    let (sites, clusters) = state.store.stats().await?;
+    Ok(Json(Stats::new(sites, clusters, |site, section, page| {
         page_url(&state, site, section, page)
     })))
 }

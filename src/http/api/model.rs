@@ -10,7 +10,8 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::http::error::{Problem, RecordError};
 use crate::ingest::batch::{KeyFields, RecordKey};
 use crate::ingest::validate::RawRecord;
-use crate::store::{ImportCounts, SiteStats, StoredRecord};
+use crate::sitemap::extensions::Alternate;
+use crate::store::{ClusterStats, ImportCounts, SiteStats, StoredRecord};
 
 /// What an upsert did.
 #[derive(Debug, Serialize, ToSchema)]
@@ -61,11 +62,36 @@ pub struct RecordView {
     pub sitemap: Option<String>,
     /// Why the row is left out of every sitemap, if it is.
     pub skip_reason: Option<String>,
+    /// The hreflang links its entry carries: every member of its cluster,
+    /// itself included.
+    pub alternates: Vec<Alternate>,
+    /// Why its cluster's links are not served, if they are not.
+    pub alternates_problem: Option<String>,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub images: Option<serde_json::Value>,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub videos: Option<serde_json::Value>,
+    #[schema(value_type = Option<Object>)]
+    pub news: Option<serde_json::Value>,
 }
 
 impl RecordView {
     pub fn new(record: StoredRecord, sitemap: Option<String>) -> Self {
+        let json = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
+        let alternates = match (&record.alternates_problem, record.hreflangs, record.hrefs) {
+            (None, Some(hreflangs), Some(hrefs)) => hreflangs
+                .into_iter()
+                .zip(hrefs)
+                .map(|(hreflang, href)| Alternate { hreflang, href })
+                .collect(),
+            _ => Vec::new(),
+        };
         RecordView {
+            alternates,
+            alternates_problem: record.alternates_problem,
+            images: json(record.images),
+            videos: json(record.videos),
+            news: json(record.news),
             site: record.site,
             section: record.section,
             loc: record.loc,
@@ -84,6 +110,43 @@ impl RecordView {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Stats {
     pub sites: Vec<SiteView>,
+    pub hreflang: HreflangView,
+}
+
+/// The hreflang clusters. A cluster whose input is incomplete or
+/// conflicting (a URL two clusters claim, one hreflang on two URLs, a single
+/// member) is served without links, never half-right.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HreflangView {
+    pub clusters: i64,
+    pub with_problems: i64,
+    /// Up to ten of them, by name.
+    pub problems: Vec<ClusterProblem>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterProblem {
+    pub cluster: String,
+    pub problem: String,
+}
+
+/// Extension entries, counted over pages.
+#[derive(Debug, Default, Clone, Copy, Serialize, ToSchema)]
+pub struct ExtensionCounts {
+    pub images: i64,
+    pub videos: i64,
+    /// `xhtml:link` alternates, one per link served.
+    pub alternates: i64,
+}
+
+impl std::iter::Sum for ExtensionCounts {
+    fn sum<I: Iterator<Item = ExtensionCounts>>(counts: I) -> ExtensionCounts {
+        counts.fold(ExtensionCounts::default(), |sum, c| ExtensionCounts {
+            images: sum.images + c.images,
+            videos: sum.videos + c.videos,
+            alternates: sum.alternates + c.alternates,
+        })
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -93,6 +156,7 @@ pub struct SiteView {
     pub urls: i64,
     /// Rows left out of the sitemaps.
     pub skipped: i64,
+    pub extensions: ExtensionCounts,
     pub sections: Vec<SectionView>,
 }
 
@@ -102,6 +166,7 @@ pub struct SectionView {
     pub section: String,
     pub urls: i64,
     pub skipped: i64,
+    pub extensions: ExtensionCounts,
     pub pages: Vec<PageView>,
 }
 
@@ -115,21 +180,24 @@ pub struct PageView {
     pub lastmod: String,
     /// The page's absolute URL.
     pub sitemap: String,
+    pub extensions: ExtensionCounts,
 }
 
 impl Stats {
     /// `sitemap_of(site, section, page)` is a page's URL.
-    pub fn new(sites: Vec<SiteStats>, sitemap_of: impl Fn(&str, &str, i32) -> String) -> Self {
+    pub fn new(
+        sites: Vec<SiteStats>,
+        clusters: ClusterStats,
+        sitemap_of: impl Fn(&str, &str, i32) -> String,
+    ) -> Self {
         let sites = sites
             .into_iter()
             .map(|site| {
                 let sections: Vec<SectionView> = site
                     .sections
                     .into_iter()
-                    .map(|section| SectionView {
-                        urls: section.pages.iter().map(|p| i64::from(p.url_count)).sum(),
-                        skipped: section.skipped,
-                        pages: section
+                    .map(|section| {
+                        let pages: Vec<PageView> = section
                             .pages
                             .into_iter()
                             .map(|p| PageView {
@@ -138,20 +206,43 @@ impl Stats {
                                 bytes: p.bytes,
                                 lastmod: rfc3339(p.lastmod),
                                 sitemap: sitemap_of(&site.site, &section.section, p.page),
+                                extensions: ExtensionCounts {
+                                    images: p.images,
+                                    videos: p.videos,
+                                    alternates: p.alternates,
+                                },
                             })
-                            .collect(),
-                        section: section.section,
+                            .collect();
+                        SectionView {
+                            urls: pages.iter().map(|p| i64::from(p.urls)).sum(),
+                            skipped: section.skipped,
+                            extensions: pages.iter().map(|p| p.extensions).sum(),
+                            pages,
+                            section: section.section,
+                        }
                     })
                     .collect();
                 SiteView {
                     urls: sections.iter().map(|s| s.urls).sum(),
                     skipped: sections.iter().map(|s| s.skipped).sum(),
+                    extensions: sections.iter().map(|s| s.extensions).sum(),
                     site: site.site,
                     sections,
                 }
             })
             .collect();
-        Stats { sites }
+        Stats {
+            sites,
+            hreflang: HreflangView {
+                clusters: clusters.clusters,
+                with_problems: clusters.with_problems,
+                problems: clusters
+                    .examples
+                    .into_iter()
+                    .map(|(cluster, problem)| ClusterProblem { cluster, problem })
+                    .collect(),
+            },
+        }
     }
 }
 
@@ -180,6 +271,10 @@ fn rfc3339(at: OffsetDateTime) -> String {
         SiteView,
         SectionView,
         PageView,
+        ExtensionCounts,
+        HreflangView,
+        ClusterProblem,
+        Alternate,
         Problem,
         RecordError
     )),
