@@ -9,6 +9,7 @@
 //! # Layout, from the bottom up
 //!
 //! - [`site`] — a site: its name, base URL, host and path.
+//! - [`clock`] — now, as the service has it (tests move it).
 //! - [`config`] — settings from `config/default.toml`, a file, the
 //!   environment, checked once into a `Config` (sites and tokens parsed).
 //! - [`sitemap`] — the protocol, pure: limits, file names, the URL rules, the
@@ -39,6 +40,7 @@
 //! sort → [`store`] (one `COPY`, one writing statement).
 
 mod cache;
+pub mod clock;
 mod codec;
 pub mod config;
 pub mod demo;

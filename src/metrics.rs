@@ -280,6 +280,8 @@ pub mod routes {
     pub const INDEX_GZ: &str = "/sitemap_index.xml.gz";
     pub const PAGE_GZ: &str = "/sitemap-{n}.xml.gz";
     pub const PAGE_XML: &str = "/sitemap-{n}.xml";
+    pub const NEWS_GZ: &str = "/sitemap_news.xml.gz";
+    pub const NEWS_XML: &str = "/sitemap_news.xml";
     pub const ROBOTS: &str = "/robots.txt";
     pub const STYLESHEET: &str = "/sitemap.xsl";
 }
@@ -297,6 +299,8 @@ pub fn route_of(path: &str) -> &'static str {
         _ if file == "sitemap.xsl" => routes::STYLESHEET,
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => routes::INDEX,
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml.gz") => routes::INDEX_GZ,
+        _ if file.starts_with("sitemap_news") && file.ends_with(".xml") => routes::NEWS_XML,
+        _ if file.starts_with("sitemap_news") && file.ends_with(".xml.gz") => routes::NEWS_GZ,
         _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => routes::PAGE_GZ,
         _ if file.starts_with("sitemap-") && file.ends_with(".xml") => routes::PAGE_XML,
         _ => "other",
@@ -312,6 +316,8 @@ mod tests {
         assert_eq!(route_of("/shop/sitemap_index.xml"), "/sitemap_index.xml");
         assert_eq!(route_of("/sitemap-blog-3.xml.gz"), "/sitemap-{n}.xml.gz");
         assert_eq!(route_of("/sitemap-3.xml"), "/sitemap-{n}.xml");
+        assert_eq!(route_of("/sitemap_news-2.xml.gz"), "/sitemap_news.xml.gz");
+        assert_eq!(route_of("/blog/sitemap_news.xml"), "/sitemap_news.xml");
         assert_eq!(route_of("/wp-admin/../etc/passwd"), "other");
     }
 }

@@ -42,7 +42,7 @@ impl Pages {
         self.summaries.of(&self.renderer.store, &site.name).await
     }
 
-    /// One page's summary, if it exists and is not empty.
+    /// One page's summary, if the index lists it.
     pub async fn summary(
         &self,
         site: &Site,
@@ -133,9 +133,10 @@ impl IndexListing<'_> {
             .flat_map(|(site, snapshot)| snapshot.iter().map(move |entry| (*site, entry)))
     }
 
-    /// The pages an index lists: the non-empty ones.
+    /// The pages an index lists: the non-empty ones, and a site's first
+    /// news sitemap, empty or not.
     pub fn listed(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
-        self.pages().filter(|(_, entry)| entry.url_count > 0)
+        self.pages().filter(|(_, entry)| entry.listed)
     }
 
     /// Into how many index files of [`IndexListing::capacity`] pages the

@@ -17,7 +17,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::cache::PageKey;
 use crate::codec::{CHUNK_BYTES, Sink};
 use crate::metrics::Metrics;
-use crate::sitemap::extensions::{Alternates, Image, Video};
+use crate::sitemap::extensions::{Alternates, Image, News, Video};
+use crate::sitemap::name::NEWS_SECTION;
 use crate::sitemap::{Extensions, LimitExceeded, Namespaces, UrlEntry, UrlsetWriter};
 use crate::skips::SkipLog;
 use crate::store::Store;
@@ -90,6 +91,9 @@ pub async fn build_page(
     page: PageKey,
     route: &'static str,
 ) -> Result<Arc<[Bytes]>, RenderError> {
+    if page.section == NEWS_SECTION {
+        return build_news(renderer, page, route).await;
+    }
     let Renderer {
         store,
         options,
@@ -134,13 +138,14 @@ pub async fn build_page(
                 },
                 images: &images,
                 videos: &videos,
+                news: None,
                 budget: usize::try_from(row.reserved).ok(),
             },
         };
         rows_read += 1;
         if let Some(reason) = writer.push(&mut xml, &entry)? {
             left_out += 1;
-            skips.record(&page.site, &row, reason);
+            skips.record(&page.site, row.id, &row.loc, reason);
         }
         if xml.len() >= CHUNK_BYTES {
             let chunk = sink.write(&mut xml)?;
@@ -160,6 +165,65 @@ pub async fn build_page(
         );
     }
     metrics.page_built(started.elapsed(), rows_read, left_out);
+    metrics.body_bytes(route, chunks.iter().map(Bytes::len).sum());
+    Ok(chunks.into())
+}
+
+/// Renders a news sitemap: the articles its site's last listing put in it
+/// (a thousand at most, as few as the byte limit needs), each with its loc
+/// and news element alone, as Google reads them.
+async fn build_news(
+    renderer: Renderer,
+    page: PageKey,
+    route: &'static str,
+) -> Result<Arc<[Bytes]>, RenderError> {
+    let Renderer {
+        store,
+        options,
+        skips,
+        metrics,
+        slots,
+    } = renderer;
+    let slot = slots.take().await?;
+    let started = std::time::Instant::now();
+    let rows = store.news_rows(&page.site, page.page).await?;
+    drop(slot);
+    let mut sink = Sink::new(page.codec, options.gzip_level)?;
+    let mut xml = Vec::with_capacity(CHUNK_BYTES);
+    let namespaces = Namespaces {
+        news: true,
+        ..Namespaces::default()
+    };
+    let mut writer =
+        UrlsetWriter::start_with(&mut xml, options.max_urls, options.max_bytes, namespaces);
+    let mut left_out = 0;
+    for row in &rows {
+        // The schema checked it; one that does not parse is left out
+        // rather than served without its news.
+        let Ok(news) = serde_json::from_str::<News>(&row.news) else {
+            left_out += 1;
+            continue;
+        };
+        let entry = UrlEntry {
+            loc: &row.loc,
+            lastmod: None,
+            changefreq: None,
+            priority: None,
+            extensions: Extensions {
+                news: Some(&news),
+                ..Extensions::default()
+            },
+        };
+        if let Some(reason) = writer.push(&mut xml, &entry)? {
+            left_out += 1;
+            skips.record(&page.site, row.id, &row.loc, reason);
+        }
+    }
+    writer.finish(&mut xml);
+    let mut chunks = vec![sink.write(&mut xml)?];
+    chunks.push(sink.finish(&mut xml)?);
+    chunks.retain(|chunk| !chunk.is_empty());
+    metrics.page_built(started.elapsed(), rows.len() as u64, left_out);
     metrics.body_bytes(route, chunks.iter().map(Bytes::len).sum());
     Ok(chunks.into())
 }

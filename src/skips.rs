@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::quote::{LOGGED_LOC_CHARS, truncated};
-use crate::store::{self, SkippedRow, Store, UrlRow};
+use crate::store::{self, SkippedRow, Store};
 
 /// Skipped rows remembered so each is logged once; past this many, further
 /// ones are still counted but logged again after a restart at most.
@@ -24,13 +24,13 @@ pub(crate) struct SkipLog {
 }
 
 impl SkipLog {
-    pub fn record(&self, site: &str, row: &UrlRow, reason: impl std::fmt::Display) {
+    pub fn record(&self, site: &str, id: i64, loc: &str, reason: impl std::fmt::Display) {
         let mut seen = self
             .seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if seen.len() < SKIP_LOG_MEMORY && seen.insert(row.id) {
-            tracing::warn!(site, row_id = row.id, loc = %truncated(&row.loc, LOGGED_LOC_CHARS), %reason, "row left out of its sitemap");
+        if seen.len() < SKIP_LOG_MEMORY && seen.insert(id) {
+            tracing::warn!(site, row_id = id, loc = %truncated(loc, LOGGED_LOC_CHARS), %reason, "row left out of its sitemap");
         }
     }
 }

@@ -76,7 +76,7 @@ impl Summaries {
             .await
     }
 
-    /// One page's summary, if it exists and is not empty.
+    /// One page's summary, if the index lists it.
     pub async fn page(
         &self,
         store: &Store,
@@ -87,7 +87,7 @@ impl Summaries {
         let snapshot = self.of(store, site).await?;
         let found = snapshot
             .iter()
-            .find(|e| e.page == page && e.section == section && e.url_count > 0);
+            .find(|e| e.page == page && e.section == section && e.listed);
         Ok(found.map(|e| PageSummary {
             url_count: e.url_count,
             lastmod: e.lastmod,

@@ -47,7 +47,7 @@ pub async fn run(pages: Arc<Pages>, sites: Vec<Site>, interval: Duration) {
             }
             let mut changed: Vec<_> = summaries
                 .into_iter()
-                .filter(|p| p.url_count > 0 && since.is_none_or(|since| p.lastmod > since))
+                .filter(|p| p.listed && since.is_none_or(|since| p.lastmod > since))
                 .collect();
             changed.sort_by_key(|p| std::cmp::Reverse(p.lastmod));
             for page in changed.into_iter().take(PAGES_PER_ROUND) {

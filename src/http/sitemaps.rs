@@ -194,7 +194,7 @@ fn newest_per_chunk(listing: &IndexListing<'_>) -> Vec<OffsetDateTime> {
     let mut listed = 0;
     for (_, entry) in listing.pages() {
         so_far = so_far.max(Some(entry.lastmod));
-        if entry.url_count > 0 {
+        if entry.listed {
             listed += 1;
             if listed % capacity == 0 {
                 newest.extend(so_far);
@@ -250,9 +250,11 @@ async fn page(
         (header::CONTENT_TYPE, content_type),
         (X_ROBOTS_TAG, NOINDEX),
     ];
-    let route = match encoding {
-        Encoding::Gzip => routes::PAGE_GZ,
-        Encoding::Plain => routes::PAGE_XML,
+    let route = match (encoding, name.is_news()) {
+        (Encoding::Gzip, false) => routes::PAGE_GZ,
+        (Encoding::Plain, false) => routes::PAGE_XML,
+        (Encoding::Gzip, true) => routes::NEWS_GZ,
+        (Encoding::Plain, true) => routes::NEWS_XML,
     };
     let mut response = if method == Method::HEAD {
         // Framed like the GET (streamed, length unknown), without reading rows.

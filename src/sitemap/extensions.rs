@@ -166,6 +166,8 @@ pub struct Extensions<'a> {
     pub alternates: Alternates<'a>,
     pub images: &'a [Image],
     pub videos: &'a [Video],
+    /// Only in a news sitemap.
+    pub news: Option<&'a News>,
     /// The most bytes the whole entry may take: what its page reserved for
     /// it. An entry whose extensions changed since (and would not fit) is
     /// written without them until the next fold makes room.
@@ -174,7 +176,10 @@ pub struct Extensions<'a> {
 
 impl Extensions<'_> {
     pub fn is_empty(&self) -> bool {
-        self.alternates.hrefs.is_empty() && self.images.is_empty() && self.videos.is_empty()
+        self.alternates.hrefs.is_empty()
+            && self.images.is_empty()
+            && self.videos.is_empty()
+            && self.news.is_none()
     }
 
     /// Writes the extension elements the document declared namespaces for.
@@ -199,6 +204,9 @@ impl Extensions<'_> {
             for video in self.videos {
                 write_video(out, video)?;
             }
+        }
+        if let (true, Some(news)) = (declared.news, self.news) {
+            write_news(out, news)?;
         }
         Ok(())
     }
@@ -327,7 +335,7 @@ fn yes_no(out: &mut Vec<u8>, yes: bool) -> Result<(), SkipReason> {
 }
 
 /// Writes one article's `<news:news>` (inside its `<url>`).
-pub fn write_news(out: &mut Vec<u8>, news: &News) -> Result<(), SkipReason> {
+fn write_news(out: &mut Vec<u8>, news: &News) -> Result<(), SkipReason> {
     out.extend_from_slice(b"<news:news><news:publication><news:name>");
     write_text(out, &news.publication_name)?;
     out.extend_from_slice(b"</news:name><news:language>");

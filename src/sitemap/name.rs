@@ -1,5 +1,7 @@
-//! Sitemap file names: `sitemap-N.xml[.gz]` for the default section and
-//! `sitemap-{section}-N.xml[.gz]` for named ones.
+//! Sitemap file names: `sitemap-N.xml[.gz]` for the default section,
+//! `sitemap-{section}-N.xml[.gz]` for named ones, and `sitemap_news.xml[.gz]`,
+//! `sitemap_news-N.xml[.gz]` (N ≥ 2) for the news sitemaps. The underscore,
+//! as in `sitemap_index`, keeps a section named `news` from colliding.
 //!
 //! Parsing is strict, so every name that does not denote exactly one page is
 //! a 404 rather than a lookup: page numbers match `^[1-9][0-9]*$` and fit in
@@ -25,7 +27,15 @@ impl Encoding {
     }
 }
 
-/// One page of one section: what a sitemap file name denotes.
+/// The section the news sitemaps are kept under: not a slug, so no
+/// section of rows can have it.
+pub const NEWS_SECTION: &str = "_news";
+
+/// The news sitemaps' file stem.
+const NEWS_STEM: &str = "sitemap_news";
+
+/// One page of one section: what a sitemap file name denotes. The news
+/// sitemaps are the pages of [`NEWS_SECTION`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageName {
     /// The section slug; empty for the default section.
@@ -37,6 +47,9 @@ pub struct PageName {
 impl PageName {
     /// Parses a request's file name, e.g. `sitemap-blog-3.xml.gz`.
     pub fn parse(file: &str) -> Option<(PageName, Encoding)> {
+        if let Some(rest) = file.strip_prefix(NEWS_STEM) {
+            return Self::parse_news(rest);
+        }
         let rest = file.strip_prefix("sitemap-")?;
         let (stem, encoding) = if let Some(stem) = rest.strip_suffix(Encoding::Gzip.suffix()) {
             (stem, Encoding::Gzip)
@@ -61,6 +74,36 @@ impl PageName {
         ))
     }
 
+    /// `sitemap_news` followed by `rest`: `.xml.gz`, or `-N.xml.gz` with N ≥ 2
+    /// (the first file has one name only).
+    fn parse_news(rest: &str) -> Option<(PageName, Encoding)> {
+        let (number, encoding) = if let Some(stem) = rest.strip_suffix(Encoding::Gzip.suffix()) {
+            (stem, Encoding::Gzip)
+        } else {
+            (
+                rest.strip_suffix(Encoding::Plain.suffix())?,
+                Encoding::Plain,
+            )
+        };
+        let page = match number {
+            "" => 1,
+            _ => parse_page_number(number.strip_prefix('-')?).filter(|&n| n >= 2)?,
+        };
+        Some((PageName::news(page), encoding))
+    }
+
+    /// The `page`-th news sitemap.
+    pub fn news(page: i32) -> PageName {
+        PageName {
+            section: NEWS_SECTION.to_owned(),
+            page,
+        }
+    }
+
+    pub fn is_news(&self) -> bool {
+        self.section == NEWS_SECTION
+    }
+
     /// The file name of this page in the given encoding.
     pub fn file_name(&self, encoding: Encoding) -> String {
         format!("{self}{}", encoding.suffix())
@@ -70,7 +113,12 @@ impl PageName {
 impl fmt::Display for PageName {
     /// The file name without its extension: `sitemap-3`, `sitemap-blog-3`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.section.is_empty() {
+        if self.is_news() {
+            match self.page {
+                1 => f.write_str(NEWS_STEM),
+                page => write!(f, "{NEWS_STEM}-{page}"),
+            }
+        } else if self.section.is_empty() {
             write!(f, "sitemap-{}", self.page)
         } else {
             write!(f, "sitemap-{}-{}", self.section, self.page)
@@ -197,6 +245,41 @@ mod tests {
             PageName::parse(&format!("sitemap-{}.xml", i32::MAX)),
             Some((page("", i32::MAX), Encoding::Plain))
         );
+    }
+
+    #[test]
+    fn news_sitemaps_have_one_name_each_apart_from_any_section() {
+        assert_eq!(
+            PageName::parse("sitemap_news.xml.gz"),
+            Some((PageName::news(1), Encoding::Gzip))
+        );
+        assert_eq!(
+            PageName::parse("sitemap_news-2.xml"),
+            Some((PageName::news(2), Encoding::Plain))
+        );
+        for name in [
+            "sitemap_news-1.xml.gz",
+            "sitemap_news-02.xml.gz",
+            "sitemap_news2.xml.gz",
+            "sitemap_news-.xml",
+            "sitemap_news.xml.gz.gz",
+        ] {
+            assert_eq!(PageName::parse(name), None, "{name}");
+        }
+        assert_eq!(
+            PageName::parse("sitemap-news-1.xml.gz"),
+            Some((page("news", 1), Encoding::Gzip)),
+            "a section named news is a section"
+        );
+        for n in [1, 2, 40] {
+            let name = PageName::news(n);
+            assert_eq!(
+                PageName::parse(&name.file_name(Encoding::Gzip)),
+                Some((name, Encoding::Gzip))
+            );
+        }
+        assert_eq!(PageName::news(1).to_string(), "sitemap_news");
+        assert!(!is_section_slug(NEWS_SECTION));
     }
 
     #[test]

@@ -194,6 +194,7 @@ impl UrlsetWriter {
         (self.namespaces.xhtml || extensions.alternates.hrefs.is_empty())
             && (self.namespaces.image || extensions.images.is_empty())
             && (self.namespaces.video || extensions.videos.is_empty())
+            && (self.namespaces.news || extensions.news.is_none())
     }
 
     /// Closes the document; returns its total uncompressed size.

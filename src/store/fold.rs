@@ -28,8 +28,9 @@ pub struct Retention {
 }
 
 impl Store {
-    /// Folds every change committed so far into pages and summaries.
-    /// Returns how many rows it placed, changed in place or took off a
+    /// Folds every change committed so far into pages and summaries, and
+    /// lists the news sitemaps anew when rows changed or an article is due
+    /// to leave the window. Returns how many rows it placed, changed in place or took off a
     /// page; `None` when `turn` is [`Turn::Skip`] and another fold holds
     /// the turn.
     pub async fn fold(&self, turn: Turn) -> Result<Option<u64>, Error> {
@@ -49,6 +50,12 @@ impl Store {
         }
         let folded: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
             .fetch_one(&mut *tx)
+            .await?;
+        // The news window moves with the time as well as with the rows.
+        sqlx::query("SELECT sitemap_refresh_news($1, $2)")
+            .bind(self.clock.now())
+            .bind(folded > 0)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(Some(u64::try_from(folded).unwrap_or(0)))

@@ -15,8 +15,10 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 use time::OffsetDateTime;
 
+use crate::clock::Clock;
 use crate::config::Settings;
 use crate::site::Site;
+use crate::sitemap::name::NEWS_SECTION;
 
 mod fold;
 mod import;
@@ -67,6 +69,8 @@ pub struct Store {
     read: PgPool,
     /// How long a read for serving waits for the database's next answer.
     read_timeout: Duration,
+    /// Where the news sitemap's window ends: now, as the service has it.
+    clock: Clock,
 }
 
 /// [`Store::read_timeout`] until configured.
@@ -80,6 +84,9 @@ pub struct IndexEntry {
     pub page: i32,
     pub url_count: i32,
     pub lastmod: OffsetDateTime,
+    /// Whether the index lists it: a page while it holds a URL, the first
+    /// news sitemap while its site has news records, even when empty.
+    pub listed: bool,
 }
 
 /// One row of a page, as the writer needs it.
@@ -99,6 +106,15 @@ pub(crate) struct UrlRow {
     pub hrefs: Option<Vec<String>>,
     /// Bytes the row's page reserved for its entry.
     pub reserved: i32,
+}
+
+/// One article of a news sitemap.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct NewsRow {
+    pub id: i64,
+    pub loc: String,
+    /// The `news` column as stored (JSON).
+    pub news: String,
 }
 
 /// Which extensions a page's entries carry, as its summary counts them.
@@ -151,6 +167,7 @@ impl Store {
             pool,
             read,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            clock: Clock::system(),
         })
     }
 
@@ -160,7 +177,14 @@ impl Store {
             read: pool.clone(),
             pool,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            clock: Clock::system(),
         }
+    }
+
+    /// Ends the news sitemap's window at `clock`'s now rather than the
+    /// system's.
+    pub fn with_clock(self, clock: Clock) -> Store {
+        Store { clock, ..self }
     }
 
     /// Bounds how long each read made for serving (a health check, the
@@ -214,6 +238,10 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        // Other sites or limits may list the news otherwise.
+        sqlx::query("UPDATE sitemap_news_state SET due = '-infinity'")
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -227,15 +255,22 @@ impl Store {
         Ok(())
     }
 
-    /// Every page of a site, emptied ones included, in index order.
+    /// Every page of a site, emptied ones included, in index order: its
+    /// sections' pages, then its news sitemaps.
     pub async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
         self.in_time(
             sqlx::query_as(
-                "SELECT section, page, url_count, lastmod FROM sitemap_pages
-                 WHERE site = $1
-                 ORDER BY section, page",
+                "SELECT * FROM (
+                     SELECT section, page, url_count, lastmod, url_count > 0 AS listed
+                     FROM sitemap_pages WHERE site = $1
+                     UNION ALL
+                     SELECT $2, file, url_count, lastmod, listed
+                     FROM sitemap_news_files WHERE site = $1
+                 ) e
+                 ORDER BY e.section = $2, e.section, e.page",
             )
             .bind(site)
+            .bind(NEWS_SECTION)
             .fetch_all(&self.read),
         )
         .await
@@ -299,6 +334,26 @@ impl Store {
         )
         .await?;
         Ok(found.unwrap_or_default())
+    }
+
+    /// The articles of a site's `file`-th news sitemap, in order, as its
+    /// last listing placed them.
+    pub(crate) async fn news_rows(&self, site: &str, file: i32) -> Result<Vec<NewsRow>, Error> {
+        self.in_time(
+            sqlx::query_as(
+                "SELECT u.id, u.loc, u.news::text AS news
+                 FROM sitemap_news_windows w
+                 CROSS JOIN LATERAL sitemap_news_listing(w.site, w.window_end) a
+                 JOIN sitemap_urls u ON u.id = a.id
+                 WHERE w.site = $1
+                   AND a.n > ($2::bigint - 1) * w.per_file AND a.n <= $2::bigint * w.per_file
+                 ORDER BY a.n",
+            )
+            .bind(site)
+            .bind(file)
+            .fetch_all(&self.read),
+        )
+        .await
     }
 
     /// `read` within the read timeout.

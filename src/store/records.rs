@@ -42,6 +42,8 @@ pub struct StoredRecord {
 pub struct SiteStats {
     pub site: String,
     pub sections: Vec<SectionStats>,
+    /// Articles its news sitemaps list now.
+    pub news_articles: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +142,11 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
+        let news: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT site, sum(url_count)::bigint FROM sitemap_news_files GROUP BY site",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
         let examples = sqlx::query_as(
             "SELECT cluster, problem FROM sitemap_clusters WHERE problem IS NOT NULL
              ORDER BY cluster LIMIT 10",
@@ -152,7 +159,7 @@ impl Store {
             with_problems,
             examples,
         };
-        Ok((group_stats(pages, skipped), clusters))
+        Ok((group_stats(pages, skipped, news), clusters))
     }
 
     /// How many hreflang clusters are served without links, for the metrics.
@@ -176,6 +183,7 @@ struct PageRow {
 fn group_stats(
     pages: Vec<(String, String, PageStats)>,
     skipped: Vec<(String, String, i64)>,
+    news: Vec<(String, i64)>,
 ) -> Vec<SiteStats> {
     type Sections = BTreeMap<String, SectionStats>;
     fn section(
@@ -200,9 +208,11 @@ fn group_stats(
     for (site, name, count) in skipped {
         section(&mut sites, site, name).skipped = count;
     }
+    let news: BTreeMap<String, i64> = news.into_iter().collect();
     sites
         .into_iter()
         .map(|(site, sections)| SiteStats {
+            news_articles: news.get(&site).copied().unwrap_or(0),
             site,
             sections: sections.into_values().collect(),
         })

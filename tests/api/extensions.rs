@@ -699,6 +699,17 @@ async fn stats_and_metrics_count_extensions_and_report_cluster_problems(pool: Pg
         ],
     )
     .await;
+    sqlx::query("INSERT INTO sitemap_urls (loc, news) VALUES ($1, $2::jsonb)")
+        .bind(loc("article"))
+        .bind(
+            json!({ "publication_name": "P", "language": "en", "title": "T",
+                    "publication_date": OffsetDateTime::now_utc().date().to_string() })
+            .to_string(),
+        )
+        .execute(&app.pool)
+        .await
+        .expect("an article");
+    app.fold().await;
     let response = app
         .send(
             Method::GET,
@@ -727,6 +738,7 @@ async fn stats_and_metrics_count_extensions_and_report_cluster_problems(pool: Pg
         json!({ "images": 0, "videos": 0, "alternates": 0 }),
         "the clashing cluster serves no links"
     );
+    assert_eq!(site["news_articles"], 1, "{stats}");
     assert_eq!(stats["hreflang"]["clusters"], 2, "{stats}");
     assert_eq!(stats["hreflang"]["with_problems"], 1, "{stats}");
     assert_eq!(stats["hreflang"]["problems"][0]["cluster"], "clash");

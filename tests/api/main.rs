@@ -12,6 +12,7 @@ mod folding;
 mod helpers;
 mod import;
 mod index;
+mod news;
 mod operations;
 mod pages;
 mod proxy;

@@ -157,6 +157,8 @@ pub struct SiteView {
     /// Rows left out of the sitemaps.
     pub skipped: i64,
     pub extensions: ExtensionCounts,
+    /// Articles in its news sitemaps: those of the last 48 hours.
+    pub news_articles: i64,
     pub sections: Vec<SectionView>,
 }
 
@@ -226,6 +228,7 @@ impl Stats {
                     urls: sections.iter().map(|s| s.urls).sum(),
                     skipped: sections.iter().map(|s| s.skipped).sum(),
                     extensions: sections.iter().map(|s| s.extensions).sum(),
+                    news_articles: site.news_articles,
                     site: site.site,
                     sections,
                 }
