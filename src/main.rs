@@ -212,6 +212,17 @@ fn print_report(report: &ImportReport, options: &ImportOptions) {
             report.invalid - report.rejected.len() as u64
         );
     }
+    if !report.dropped.is_empty() {
+        let dropped: Vec<String> = report
+            .dropped
+            .iter()
+            .map(|(element, count)| format!("{count} {element}"))
+            .collect();
+        eprintln!(
+            "dropped, as sitemapd never serves them (Google deprecated most in 2022): {}",
+            dropped.join(", ")
+        );
+    }
     let c = report.counts;
     let outcome = if report.written {
         "written"

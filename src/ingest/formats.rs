@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 use quick_xml::events::Event;
+use quick_xml::name::ResolveResult;
 
+use super::sitemap_entry::{Dropped, EntryReader, Namespace};
 use super::validate::{FieldError, QUOTE_CHARS, RawRecord};
 use crate::quote::truncated;
 
@@ -126,15 +128,16 @@ impl Input {
 }
 
 /// Reads every record of `input`, handing each to `each` with its position.
-/// `each` returns false to stop the read.
+/// `each` returns false to stop the read. Returns what the input held that
+/// records do not carry (sitemap elements sitemapd never serves).
 pub fn read(
     format: Format,
     input: &Input,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
-) -> Result<(), ReadError> {
+) -> Result<Dropped, ReadError> {
     match format {
-        Format::Jsonl => read_jsonl(input, each),
-        Format::Csv => read_csv(input, each),
+        Format::Jsonl => read_jsonl(input, each).map(|()| Dropped::new()),
+        Format::Csv => read_csv(input, each).map(|()| Dropped::new()),
         Format::Sitemap => read_sitemap(input, each),
     }
 }
@@ -232,7 +235,7 @@ fn read_csv(
 fn read_sitemap(
     input: &Input,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
-) -> Result<(), ReadError> {
+) -> Result<Dropped, ReadError> {
     let file_name = match input {
         Input::File(path) => path
             .file_name()
@@ -240,9 +243,10 @@ fn read_sitemap(
         Input::Stdin => input.name(),
     };
     let mut children = Vec::new();
-    let root = read_sitemap_file(input, &file_name, each, &mut children)?;
+    let mut dropped = Dropped::new();
+    let root = read_sitemap_file(input, &file_name, each, &mut children, &mut dropped)?;
     if root != Root::Index {
-        return Ok(());
+        return Ok(dropped);
     }
     // An index's children are read from the index file's folder, by the
     // last segment of their loc.
@@ -261,7 +265,7 @@ fn read_sitemap(
             .to_owned();
         let child = Input::File(folder.join(&name));
         let mut nested = Vec::new();
-        if read_sitemap_file(&child, &name, each, &mut nested)? == Root::Index {
+        if read_sitemap_file(&child, &name, each, &mut nested, &mut dropped)? == Root::Index {
             return Err(ReadError::Xml {
                 input: child.name(),
                 message:
@@ -270,7 +274,7 @@ fn read_sitemap(
             });
         }
     }
-    Ok(())
+    Ok(dropped)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,33 +284,74 @@ enum Root {
 }
 
 /// Streams one sitemap file: `<url>` entries go to `each`, `<sitemap>`
-/// locs to `children`.
+/// locs to `children`; what is dropped is counted in `dropped`.
 fn read_sitemap_file(
     input: &Input,
     file_name: &str,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
     children: &mut Vec<String>,
+    dropped: &mut Dropped,
 ) -> Result<Root, ReadError> {
     let xml_error = |message: String| ReadError::Xml {
         input: input.name(),
         message,
     };
-    let mut reader = quick_xml::Reader::from_reader(input.open()?);
+    let mut reader = quick_xml::NsReader::from_reader(input.open()?);
     let mut buf = Vec::new();
     let mut root = None;
-    let mut record = RawRecord::default();
-    let mut in_entry = false;
-    let mut field: Option<&'static str> = None;
-    let mut text = String::new();
+    // The entry being read, and how many elements are open inside it.
+    let mut entry: Option<(EntryReader, usize)> = None;
     let mut index = 0;
+    let mut emit = |root: Option<Root>, reader: EntryReader| {
+        index += 1;
+        let record = reader.finish();
+        if root == Some(Root::Index) {
+            children.extend(record.loc);
+            true
+        } else {
+            each(
+                Position::Entry {
+                    file: file_name.to_owned(),
+                    index,
+                },
+                Ok(record),
+            )
+        }
+    };
     loop {
-        match reader
-            .read_event_into(&mut buf)
-            .map_err(|e| xml_error(e.to_string()))?
-        {
-            Event::Start(element) => {
-                let name = element.local_name();
-                match (root, name.as_ref()) {
+        let (resolved, event) = reader
+            .read_resolved_event_into(&mut buf)
+            .map_err(|e| xml_error(e.to_string()))?;
+        let namespace = match resolved {
+            ResolveResult::Bound(uri) => Namespace::of(uri.as_ref()),
+            _ => Namespace::Sitemap,
+        };
+        match event {
+            Event::Start(ref element) | Event::Empty(ref element) => {
+                let closed = matches!(event, Event::Empty(_));
+                let local = element.local_name();
+                let name: &str = local.as_ref();
+                if let Some((reader, depth)) = entry.as_mut() {
+                    let mut attributes = Vec::new();
+                    for attribute in element.attributes() {
+                        let attribute = attribute.map_err(|e| xml_error(e.to_string()))?;
+                        let value = attribute
+                            .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                            .map_err(|e| xml_error(e.to_string()))?;
+                        let key = attribute.key.local_name();
+                        let key: &str = key.as_ref();
+                        attributes.push((key.to_owned(), value.into_owned()));
+                    }
+                    reader.start(namespace, name, &attributes, dropped);
+                    if closed {
+                        reader.end();
+                    } else {
+                        *depth += 1;
+                    }
+                    buf.clear();
+                    continue;
+                }
+                match (root, name) {
                     (None, "urlset") => root = Some(Root::Urlset),
                     (None, "sitemapindex") => root = Some(Root::Index),
                     (None, other) => {
@@ -315,54 +360,50 @@ fn read_sitemap_file(
                         )));
                     }
                     (Some(Root::Urlset), "url") | (Some(Root::Index), "sitemap") => {
-                        in_entry = true;
-                        record = RawRecord::default();
+                        if closed {
+                            if !emit(root, EntryReader::default()) {
+                                return Err(ReadError::Stopped);
+                            }
+                        } else {
+                            entry = Some((EntryReader::default(), 0));
+                        }
                     }
-                    (Some(_), "loc") if in_entry => field = Some("loc"),
-                    (Some(Root::Urlset), "lastmod") if in_entry => field = Some("lastmod"),
-                    (Some(Root::Urlset), "changefreq") if in_entry => field = Some("changefreq"),
-                    (Some(Root::Urlset), "priority") if in_entry => field = Some("priority"),
                     _ => {}
                 }
-                text.clear();
             }
-            Event::Text(t) if field.is_some() => text.push_str(&t.xml10_content()),
-            Event::CData(t) if field.is_some() => text.push_str(&t.xml10_content()),
-            Event::GeneralRef(r) if field.is_some() => {
-                let resolved = match r.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c.to_string()),
-                    _ => quick_xml::escape::resolve_predefined_entity(&r.xml10_content())
-                        .map(str::to_owned),
-                };
-                let resolved = resolved
-                    .ok_or_else(|| xml_error(format!("unknown entity &{};", r.xml10_content())))?;
-                text.push_str(&resolved);
+            Event::Text(t) => {
+                if let Some((reader, _)) = entry.as_mut() {
+                    reader.text(&t.xml10_content());
+                }
             }
-            Event::End(element) => {
-                let name = element.local_name();
-                if let Some(current) = field.take() {
-                    let value = Some(text.trim().to_owned());
-                    match current {
-                        "loc" => record.loc = value,
-                        "lastmod" => record.lastmod = value,
-                        "changefreq" => record.changefreq = value,
-                        _ => record.priority = value,
-                    }
-                } else if in_entry && matches!(name.as_ref(), "url" | "sitemap") {
-                    in_entry = false;
-                    index += 1;
-                    let entry = std::mem::take(&mut record);
-                    if root == Some(Root::Index) {
-                        children.extend(entry.loc);
-                    } else if !each(
-                        Position::Entry {
-                            file: file_name.to_owned(),
-                            index,
-                        },
-                        Ok(entry),
-                    ) {
-                        return Err(ReadError::Stopped);
-                    }
+            Event::CData(t) => {
+                if let Some((reader, _)) = entry.as_mut() {
+                    reader.text(&t.xml10_content());
+                }
+            }
+            Event::GeneralRef(r) => {
+                if let Some((reader, _)) = entry.as_mut() {
+                    let resolved = match r.resolve_char_ref() {
+                        Ok(Some(c)) => Some(c.to_string()),
+                        _ => quick_xml::escape::resolve_predefined_entity(&r.xml10_content())
+                            .map(str::to_owned),
+                    };
+                    let resolved = resolved.ok_or_else(|| {
+                        xml_error(format!("unknown entity &{};", r.xml10_content()))
+                    })?;
+                    reader.text(&resolved);
+                }
+            }
+            Event::End(_) => {
+                if let Some((reader, depth)) = entry.as_mut()
+                    && *depth > 0
+                {
+                    reader.end();
+                    *depth -= 1;
+                } else if let Some((reader, _)) = entry.take()
+                    && !emit(root, reader)
+                {
+                    return Err(ReadError::Stopped);
                 }
             }
             Event::Eof => break,

@@ -18,6 +18,7 @@ use time::format_description::well_known::Rfc3339;
 use tokio::sync::mpsc;
 
 use super::formats::{self, Format, Input, Position, ReadError};
+use super::sitemap_entry::Dropped;
 use super::sort::{KeySorter, RUN_BYTES, sort_in_memory};
 use super::validate::{FieldError, Record, Validator};
 use crate::site::Site;
@@ -72,6 +73,9 @@ pub struct ImportReport {
     /// The first `max_reported` rejections.
     pub rejected: Vec<Rejected>,
     pub counts: ImportCounts,
+    /// Sitemap elements read and left out (never served), by qualified
+    /// name, with how many.
+    pub dropped: Dropped,
     /// Whether the changes were committed.
     pub written: bool,
 }
@@ -182,7 +186,8 @@ fn read_and_validate(
         }
         true
     };
-    formats::read(options.format, input, &mut each)?;
+    let dropped = formats::read(options.format, input, &mut each)?;
+    report.dropped = dropped;
     if let Some(e) = spill_error {
         return Err(sort_failed(e));
     }

@@ -3,7 +3,8 @@
 //! - [`validate`]: one rulebook for what a valid record is, and how it is
 //!   normalised, whatever the record came through; [`extensions`] holds its
 //!   rules for images, videos, news and hreflang alternates.
-//! - [`formats`]: reading records from JSON Lines, CSV and sitemap files.
+//! - [`formats`]: reading records from JSON Lines, CSV and sitemap files;
+//!   [`sitemap_entry`] takes one `<url>` apart, extensions included.
 //! - [`import`]: `sitemapd import`, all or nothing, in bounded memory; and
 //!   the same atomic upsert for a write API batch.
 //! - [`sort`]: rows in key order without duplicates, in bounded memory.
@@ -13,5 +14,6 @@ pub(crate) mod batch;
 pub mod extensions;
 pub mod formats;
 pub mod import;
+pub mod sitemap_entry;
 pub(crate) mod sort;
 pub mod validate;

@@ -504,3 +504,204 @@ async fn a_files_last_record_of_a_loc_wins(pool: PgPool) {
     );
     assert_eq!(app.served_locs().await, app.table_locs().await);
 }
+
+/// A sitemap as older generators write it: every extension, with the
+/// elements Google deprecated in 2022.
+fn sitemap_with_extensions(published: &str) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+        xmlns:v="http://www.google.com/schemas/sitemap-video/1.1"
+        xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+ <url>
+  <loc>{BASE_URL}en/grill</loc>
+  <xhtml:link rel="alternate" hreflang="en" href="{BASE_URL}en/grill"/>
+  <xhtml:link rel="alternate" hreflang="de" href="{BASE_URL}de/grill"/>
+  <image:image>
+   <image:loc>https://cdn.example.net/a.jpg</image:loc>
+   <image:caption>A grill</image:caption>
+   <image:title>Grill</image:title>
+   <image:geo_location>Berlin</image:geo_location>
+   <image:license>https://example.net/license</image:license>
+  </image:image>
+  <image:image><image:loc>https://cdn.example.net/b.jpg?x=1&amp;y=2</image:loc></image:image>
+  <v:video>
+   <v:thumbnail_loc>https://cdn.example.net/t.jpg</v:thumbnail_loc>
+   <v:title>Grilling steaks</v:title>
+   <v:description>Steaks &amp; more</v:description>
+   <v:player_loc allow_embed="yes" autoplay="ap=1">https://www.example.com/player?v=1</v:player_loc>
+   <v:duration>600</v:duration>
+   <v:rating>4.2</v:rating>
+   <v:view_count>12345</v:view_count>
+   <v:family_friendly>yes</v:family_friendly>
+   <v:restriction relationship="allow">IE GB US</v:restriction>
+   <v:platform relationship="deny">tv</v:platform>
+   <v:requires_subscription>no</v:requires_subscription>
+   <v:uploader info="{BASE_URL}users/grilly">Grilly</v:uploader>
+   <v:live>no</v:live>
+   <v:tag>steak</v:tag>
+   <v:tag>summer</v:tag>
+   <v:category>Grilling</v:category>
+   <v:gallery_loc>https://www.example.com/gallery</v:gallery_loc>
+   <v:price currency="EUR">1.99</v:price>
+   <v:tvshow><v:show_title>Grill Time</v:show_title></v:tvshow>
+  </v:video>
+ </url>
+ <url>
+  <loc>{BASE_URL}de/grill</loc>
+  <xhtml:link rel="alternate" hreflang="en" href="{BASE_URL}en/grill"/>
+  <xhtml:link rel="alternate" hreflang="de" href="{BASE_URL}de/grill"/>
+  <news:news>
+   <news:publication><news:name>Grill News</news:name><news:language>de</news:language></news:publication>
+   <news:publication_date>{published}</news:publication_date>
+   <news:title>Grillen im Winter</news:title>
+   <news:keywords>grill, winter</news:keywords>
+  </news:news>
+ </url>
+</urlset>
+"#
+    )
+}
+
+#[sqlx::test]
+async fn a_sitemap_keeps_its_extensions_and_drops_what_google_deprecated(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let published = (time::OffsetDateTime::now_utc() - time::Duration::hours(1))
+        .replace_nanosecond(0)
+        .expect("whole seconds")
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("formats");
+    let file = write(&dir, "old.xml", &sitemap_with_extensions(&published));
+    let report = run(&app, &file, &options(Format::Sitemap)).await;
+    assert_eq!((report.read, report.invalid), (2, 0), "{report:?}");
+    let dropped: Vec<(&str, u64)> = report
+        .dropped
+        .iter()
+        .map(|(element, count)| (element.as_str(), *count))
+        .collect();
+    assert_eq!(
+        dropped,
+        [
+            ("image:caption", 1),
+            ("image:geo_location", 1),
+            ("image:license", 1),
+            ("image:title", 1),
+            ("news:keywords", 1),
+            ("video:category", 1),
+            ("video:gallery_loc", 1),
+            ("video:player_loc@allow_embed", 1),
+            ("video:player_loc@autoplay", 1),
+            ("video:price", 1),
+            ("video:tvshow", 1),
+        ]
+    );
+
+    let page = app.page("/sitemap-1.xml.gz").await;
+    let by_loc = |path: &str| {
+        page.urls
+            .iter()
+            .find(|u| u.loc == format!("{BASE_URL}{path}"))
+            .unwrap_or_else(|| panic!("{path} served"))
+    };
+    let (en, de) = (by_loc("en/grill"), by_loc("de/grill"));
+    let images: Vec<&str> = en.images.iter().map(|i| i.loc.as_str()).collect();
+    assert_eq!(
+        images,
+        [
+            "https://cdn.example.net/a.jpg",
+            "https://cdn.example.net/b.jpg?x=1&y=2"
+        ]
+    );
+    assert_eq!(en.videos.len(), 1);
+    assert_eq!(en.videos[0].title, "Grilling steaks");
+    assert_eq!(en.videos[0].tags, ["steak", "summer"]);
+    for url in [en, de] {
+        let mut links: Vec<(&str, &str)> = url
+            .links
+            .iter()
+            .map(|l| (l.hreflang.as_str(), l.href.as_str()))
+            .collect();
+        links.sort();
+        assert_eq!(
+            links,
+            [
+                ("de", format!("{BASE_URL}de/grill").as_str()),
+                ("en", format!("{BASE_URL}en/grill").as_str())
+            ],
+            "{}",
+            url.loc
+        );
+    }
+    let video: serde_json::Value =
+        sqlx::query_scalar("SELECT videos -> 0 FROM sitemap_urls WHERE loc LIKE '%/en/grill'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("video");
+    assert_eq!(
+        video,
+        serde_json::json!({
+            "thumbnail_loc": "https://cdn.example.net/t.jpg",
+            "title": "Grilling steaks",
+            "description": "Steaks & more",
+            "player_loc": "https://www.example.com/player?v=1",
+            "duration": 600,
+            "rating": 4.2,
+            "view_count": 12345,
+            "family_friendly": true,
+            "restriction": { "relationship": "allow", "countries": ["IE", "GB", "US"] },
+            "platform": { "relationship": "deny", "platforms": ["tv"] },
+            "requires_subscription": false,
+            "uploader": { "name": "Grilly", "info": format!("{BASE_URL}users/grilly") },
+            "live": false,
+            "tags": ["steak", "summer"],
+        })
+    );
+    let news = app.page("/sitemap_news.xml.gz").await;
+    assert_eq!(news.urls.len(), 1);
+    let article = news.urls[0].news.as_ref().expect("news");
+    assert_eq!(
+        (
+            article.publication.name.as_str(),
+            article.publication.language.as_str(),
+            article.title.as_str(),
+            article.publication_date.as_str()
+        ),
+        ("Grill News", "de", "Grillen im Winter", published.as_str())
+    );
+}
+
+#[sqlx::test]
+async fn a_bad_extension_value_in_a_sitemap_is_rejected_by_position_and_field(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let file = write(
+        &dir,
+        "bad.xml",
+        &format!(
+            r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:video="http://www.google.com/schemas/sitemap-video/1.1">
+<url><loc>{BASE_URL}ok</loc></url>
+<url><loc>{BASE_URL}v</loc><video:video>
+ <video:thumbnail_loc>https://cdn.example.net/t.jpg</video:thumbnail_loc>
+ <video:title>T</video:title><video:description>D</video:description>
+ <video:content_loc>https://cdn.example.net/v.mp4</video:content_loc>
+ <video:duration>ten minutes</video:duration>
+ <video:family_friendly>maybe</video:family_friendly>
+</video:video></url>
+</urlset>"#
+        ),
+    );
+    let report = run(&app, &file, &options(Format::Sitemap)).await;
+    assert_eq!((report.read, report.invalid), (2, 1));
+    assert!(!report.written);
+    let rejected = &report.rejected[0];
+    assert_eq!(rejected.position.to_string(), "bad.xml, <url> 2");
+    let fields: Vec<&str> = rejected.errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        ["videos[0].duration", "videos[0].family_friendly"],
+        "{rejected:?}"
+    );
+}
