@@ -122,3 +122,56 @@ async fn the_stylesheet_is_served_beside_the_documents(pool: PgPool) {
     assert!(response.headers().get("etag").is_some());
     assert_well_formed(&response.bytes().await.expect("stylesheet"));
 }
+
+#[sqlx::test]
+async fn a_browser_shows_each_urls_extensions_and_the_news_articles(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let published = (time::OffsetDateTime::now_utc() - time::Duration::hours(2))
+        .date()
+        .to_string();
+    sqlx::query(
+        r#"INSERT INTO sitemap_urls (loc, images, videos, hreflang, hreflang_cluster, news) VALUES
+         ($1 || 'en/a', '[{"loc": "https://cdn.example.net/1.jpg"}, {"loc": "https://cdn.example.net/2.jpg"}]',
+          '[{"thumbnail_loc": "https://cdn.example.net/t.jpg", "title": "T", "description": "D",
+             "content_loc": "https://cdn.example.net/v.mp4"}]',
+          '{en,x-default}', 'a', NULL),
+         ($1 || 'de/a', NULL, NULL, '{de}', 'a',
+          jsonb_build_object('publication_name', 'Die Zeitung', 'language', 'de',
+                             'publication_date', $2::text, 'title', 'Nachrichten & mehr'))"#,
+    )
+    .bind(BASE_URL)
+    .bind(&published)
+    .execute(&app.pool)
+    .await
+    .expect("seed");
+    app.fold().await;
+
+    let page = chromium(vec!["--dump-dom".into()], app.url("/sitemap-1.xml")).await;
+    assert!(
+        page.contains("2 URLs · 2 images · 1 videos · 6 alternates"),
+        "{page}"
+    );
+    let rows = page.replace('\n', "");
+    for (path, counts) in [("en/a", [2, 1, 3]), ("de/a", [0, 0, 3])] {
+        let row = &rows[rows.find(&format!(">{BASE_URL}{path}<")).expect(path)..];
+        let cells: String = counts
+            .iter()
+            .map(|n| format!(r#"<td class="count">{n}</td>"#))
+            .collect();
+        assert!(
+            row.starts_with(&format!(">{BASE_URL}{path}</a></td>")),
+            "{row}"
+        );
+        assert!(
+            row[..row.find("</tr>").expect("row end")].ends_with(&cells),
+            "{path}: {row}"
+        );
+    }
+
+    let news = chromium(vec!["--dump-dom".into()], app.url("/sitemap_news.xml")).await;
+    assert!(news.contains("<h1>News sitemap</h1>"), "{news}");
+    assert!(news.contains("1 articles"), "{news}");
+    for text in ["Nachrichten &amp; mehr", "Die Zeitung", &published] {
+        assert!(news.contains(text), "missing {text} in {news}");
+    }
+}

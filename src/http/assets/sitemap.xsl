@@ -7,7 +7,11 @@
 <xsl:stylesheet version="1.0"
     xmlns:xsl="http://www.w3.org/1999/XSL/Transform"
     xmlns:s="http://www.sitemaps.org/schemas/sitemap/0.9"
-    exclude-result-prefixes="s">
+    xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+    xmlns:video="http://www.google.com/schemas/sitemap-video/1.1"
+    xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"
+    xmlns:xhtml="http://www.w3.org/1999/xhtml"
+    exclude-result-prefixes="s image video news xhtml">
   <xsl:output method="html" encoding="UTF-8" indent="yes" doctype-system="about:legacy-compat"/>
 
   <xsl:template match="/">
@@ -31,6 +35,8 @@
           th { background: #f5f5f7; font-weight: 600; position: sticky; top: 0; }
           td.n { color: #888; width: 3rem; }
           td.url { word-break: break-all; }
+          td.count, th.count { text-align: right; white-space: nowrap; }
+          td.date { white-space: nowrap; }
           a { color: #0050c8; text-decoration: none; }
           a:hover { text-decoration: underline; }
         </style>
@@ -61,18 +67,60 @@
   </xsl:template>
 
   <xsl:template match="s:urlset">
+    <xsl:choose>
+      <!-- Only news sitemaps declare the news namespace, empty ones too. -->
+      <xsl:when test="namespace::*[. = 'http://www.google.com/schemas/sitemap-news/0.9']">
+        <xsl:call-template name="news"/>
+      </xsl:when>
+      <xsl:otherwise>
+        <xsl:call-template name="page"/>
+      </xsl:otherwise>
+    </xsl:choose>
+  </xsl:template>
+
+  <!-- A page: each URL with its fields and how many images, videos and
+       hreflang alternates it carries. -->
+  <xsl:template name="page">
     <h1>Sitemap</h1>
-    <p class="summary"><xsl:value-of select="count(s:url)"/> URLs · <a href="sitemap_index.xml">sitemap index</a></p>
+    <p class="summary">
+      <xsl:value-of select="concat(count(s:url), ' URLs · ', count(s:url/image:image), ' images · ',
+                                   count(s:url/video:video), ' videos · ', count(s:url/xhtml:link), ' alternates · ')"/>
+      <a href="sitemap_index.xml">sitemap index</a>
+    </p>
     <table>
-      <thead><tr><th>#</th><th>URL</th><th>Last modified</th><th>Change frequency</th><th>Priority</th></tr></thead>
+      <thead><tr><th>#</th><th>URL</th><th>Last modified</th><th>Change frequency</th><th>Priority</th><th class="count">Images</th><th class="count">Videos</th><th class="count">Alternates</th></tr></thead>
       <tbody>
         <xsl:for-each select="s:url">
           <tr>
             <td class="n"><xsl:value-of select="position()"/></td>
             <td class="url"><a href="{s:loc}"><xsl:value-of select="s:loc"/></a></td>
-            <td><xsl:call-template name="datetime"><xsl:with-param name="value" select="s:lastmod"/></xsl:call-template></td>
+            <td class="date"><xsl:call-template name="datetime"><xsl:with-param name="value" select="s:lastmod"/></xsl:call-template></td>
             <td><xsl:value-of select="s:changefreq"/></td>
             <td><xsl:value-of select="s:priority"/></td>
+            <td class="count"><xsl:value-of select="count(image:image)"/></td>
+            <td class="count"><xsl:value-of select="count(video:video)"/></td>
+            <td class="count"><xsl:value-of select="count(xhtml:link)"/></td>
+          </tr>
+        </xsl:for-each>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <!-- A news sitemap: the articles of the last 48 hours, newest first. -->
+  <xsl:template name="news">
+    <h1>News sitemap</h1>
+    <p class="summary"><xsl:value-of select="count(s:url)"/> articles · <a href="sitemap_index.xml">sitemap index</a></p>
+    <table>
+      <thead><tr><th>#</th><th>URL</th><th>Title</th><th>Publication</th><th>Language</th><th>Published</th></tr></thead>
+      <tbody>
+        <xsl:for-each select="s:url">
+          <tr>
+            <td class="n"><xsl:value-of select="position()"/></td>
+            <td class="url"><a href="{s:loc}"><xsl:value-of select="s:loc"/></a></td>
+            <td><xsl:value-of select="news:news/news:title"/></td>
+            <td><xsl:value-of select="news:news/news:publication/news:name"/></td>
+            <td><xsl:value-of select="news:news/news:publication/news:language"/></td>
+            <td class="date"><xsl:value-of select="news:news/news:publication_date"/></td>
           </tr>
         </xsl:for-each>
       </tbody>
