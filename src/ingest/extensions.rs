@@ -73,6 +73,9 @@ pub struct Checker<'a> {
     pub loc: &'a str,
     pub now: OffsetDateTime,
     pub errors: &'a mut Vec<FieldError>,
+    /// Whether a URL lies under a site sitemapd serves: where every member
+    /// a record names must be written too.
+    pub served: &'a dyn Fn(&str) -> bool,
 }
 
 impl Checker<'_> {
@@ -455,7 +458,21 @@ impl Checker<'_> {
                     None
                 }
             };
-            let href = self.url(format!("{field}.href"), object.get("href"));
+            let href = self
+                .url(format!("{field}.href"), object.get("href"))
+                .filter(|href| {
+                    let served = (self.served)(href);
+                    if !served {
+                        self.refuse(
+                            format!("{field}.href"),
+                            href,
+                            "a URL under a configured site's base URL: each member is a row of its own \
+                             (one on a host sitemapd does not serve is written with SQL as a row of an \
+                             unserved site; see the README's hreflang section)",
+                        );
+                    }
+                    served
+                });
             if let (Some(hreflang), Some(href)) = (hreflang, href) {
                 if let Some((_, first)) = links
                     .iter()

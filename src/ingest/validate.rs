@@ -193,10 +193,12 @@ impl<'a> Validator<'a> {
         });
         let (mut images, mut videos, mut news, mut membership) = (None, None, None, None);
         if let Some(loc) = &loc {
+            let served = |url: &str| self.sites.iter().any(|s| check_loc(url, Some(s)).is_ok());
             let mut checker = Checker {
                 loc,
                 now: self.now,
                 errors: &mut errors,
+                served: &served,
             };
             images = raw.images.as_ref().and_then(|v| checker.images(v));
             videos = raw.videos.as_ref().and_then(|v| checker.videos(v));

@@ -674,6 +674,21 @@ async fn the_api_takes_and_returns_extensions(pool: PgPool) {
     ] {
         assert!(fields.contains(field), "{field} in {problem}");
     }
+
+    // A member elsewhere is a row of its own, never a link no row backs.
+    let (status, problem) = put(
+        &app,
+        json!([{ "loc": loc("c"), "alternates": [
+            { "hreflang": "en", "href": loc("c") },
+            { "hreflang": "de", "href": "https://www.example.de/c" },
+        ] }]),
+    )
+    .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(
+        problem["errors"][0]["field"], "alternates[1].href",
+        "{problem}"
+    );
 }
 
 #[sqlx::test]
