@@ -163,11 +163,26 @@ def page_of(page_path):
     return section, page
 
 
+# The service's own page query (`Store::page_rows`): placements joined to
+# their rows and, for hreflang, to their cluster.
+PAGE_QUERY = """
+SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
+       u.images::text AS images, u.videos::text AS videos,
+       k.hreflangs, k.hrefs, p.bytes AS reserved
+FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
+WHERE p.site = 'default' AND p.section = {} AND p.page = {}
+  AND u.site = p.site AND u.section = p.section
+  AND sitemap_loc_hash(u.loc) = p.loc_hash
+ORDER BY p.id
+"""
+
+
 def db_read_seconds(conn, section, page):
-    query = sql.SQL(
-        "COPY (SELECT id, loc, lastmod, changefreq, priority, updated_at FROM sitemap_urls "
-        "WHERE site = 'default' AND section = {} AND page = {} ORDER BY id) TO STDOUT"
-    ).format(sql.Literal(section), sql.Literal(page))
+    """The page's rows read alone, streamed to the client by COPY."""
+    query = sql.SQL("COPY (" + PAGE_QUERY + ") TO STDOUT").format(
+        sql.Literal(section), sql.Literal(page)
+    )
     started = time.perf_counter()
     with conn.cursor() as cur:
         with cur.copy(query) as copy:

@@ -177,17 +177,11 @@ async fn build_news(
     page: PageKey,
     route: &'static str,
 ) -> Result<Arc<[Bytes]>, RenderError> {
-    let Renderer {
-        store,
-        options,
-        skips,
-        metrics,
-        slots,
-    } = renderer;
-    let slot = slots.take().await?;
+    let slot = renderer.slots.take().await?;
     let started = std::time::Instant::now();
-    let rows = store.news_rows(&page.site, page.page).await?;
+    let rows = renderer.store.news_rows(&page.site, page.page).await?;
     drop(slot);
+    let options = renderer.options;
     let mut sink = Sink::new(page.codec, options.gzip_level)?;
     let mut xml = Vec::with_capacity(CHUNK_BYTES);
     let namespaces = Namespaces {
@@ -216,13 +210,14 @@ async fn build_news(
         };
         if let Some(reason) = writer.push(&mut xml, &entry)? {
             left_out += 1;
-            skips.record(&page.site, row.id, &row.loc, reason);
+            renderer.skips.record(&page.site, row.id, &row.loc, reason);
         }
     }
     writer.finish(&mut xml);
     let mut chunks = vec![sink.write(&mut xml)?];
     chunks.push(sink.finish(&mut xml)?);
     chunks.retain(|chunk| !chunk.is_empty());
+    let metrics = &renderer.metrics;
     metrics.page_built(started.elapsed(), rows.len() as u64, left_out);
     metrics.body_bytes(route, chunks.iter().map(Bytes::len).sum());
     Ok(chunks.into())

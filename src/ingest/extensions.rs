@@ -32,7 +32,9 @@ pub const DEPRECATED_VIDEO_KEYS: [&str; 6] = [
     "autoplay",
 ];
 
-const VIDEO_KEYS: [&str; 17] = [
+/// A video's fields, in Google's names (its elements', but `tag` for each
+/// of `tags`).
+pub(crate) const VIDEO_KEYS: [&str; 17] = [
     "thumbnail_loc",
     "title",
     "description",

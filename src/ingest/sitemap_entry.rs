@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::extensions::VIDEO_KEYS;
 use super::validate::RawRecord;
 use crate::sitemap::extensions::{
     IMAGE_NAMESPACE, NEWS_NAMESPACE, VIDEO_NAMESPACE, XHTML_NAMESPACE,
@@ -82,26 +83,6 @@ enum Field {
     Tag,
     News(&'static str),
 }
-
-/// Video elements carried, in Google's names (the import's, too).
-const VIDEO_FIELDS: [&str; 16] = [
-    "thumbnail_loc",
-    "title",
-    "description",
-    "content_loc",
-    "player_loc",
-    "duration",
-    "expiration_date",
-    "rating",
-    "view_count",
-    "publication_date",
-    "family_friendly",
-    "restriction",
-    "platform",
-    "requires_subscription",
-    "uploader",
-    "live",
-];
 
 /// The attribute each attributed video element carries.
 fn video_attribute(field: &str) -> Option<&'static str> {
@@ -181,7 +162,10 @@ impl EntryReader {
                 _ => self.drop(namespace, name, dropped),
             },
             (Some(Open::Container), Namespace::Video) if self.in_element("video") => {
-                match VIDEO_FIELDS.iter().find(|field| **field == name) {
+                match VIDEO_KEYS
+                    .iter()
+                    .find(|field| **field == name && **field != "tags")
+                {
                     Some(field) => {
                         if *field == "player_loc" {
                             for deprecated in ["allow_embed", "autoplay"] {
