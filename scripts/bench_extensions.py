@@ -24,7 +24,6 @@ Needs: psycopg (pip). Loopback only, bounded by --rounds.
 
 import argparse
 import http.client
-import json
 import os
 import signal
 import statistics
@@ -37,7 +36,7 @@ import zlib
 import psycopg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_scale import HOST, db_read_seconds, ms, percentile, start_server  # noqa: E402
+from bench_scale import HOST, db_read_seconds, ms, percentile, start_server, write_results  # noqa: E402
 
 BASE_URL = "https://www.example.com/"
 LANGUAGES = ["en", "de", "fr", "es", "it"]
@@ -154,10 +153,7 @@ def main():
         for process in (cold, cached):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=2)
-    print(json.dumps(results, indent=2))
+    write_results(args.out, results)
 
 
 if __name__ == "__main__":

@@ -191,6 +191,14 @@ def db_read_seconds(conn, section, page):
     return time.perf_counter() - started
 
 
+def write_results(path, results):
+    """The results as JSON, to `path` and to stdout."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2)
+    print(json.dumps(results, indent=2))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", required=True)
@@ -311,10 +319,7 @@ def main():
             if process is not None:
                 process.send_signal(signal.SIGTERM if process is not nginx else signal.SIGQUIT)
                 process.wait(timeout=60)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(results, f, indent=2)
-    print(json.dumps(results, indent=2))
+    write_results(args.out, results)
 
 
 if __name__ == "__main__":

@@ -250,7 +250,7 @@ impl TestApp {
                 .map(|file| format!("/{file}"))
                 .unwrap_or_else(|| panic!("index entry {} is not under the base URL", entry.loc));
             let page = self.page(&path).await;
-            pages.push((path, page.urls.into_iter().map(|u| u.loc).collect()));
+            pages.push((path, page.locs()));
         }
         pages
     }
@@ -416,6 +416,13 @@ pub fn gunzip(gz: &[u8]) -> Vec<u8> {
 pub struct Page {
     pub urls: Vec<Url>,
     pub bytes: usize,
+}
+
+impl Page {
+    /// The page's locs, in document order.
+    pub fn locs(self) -> Vec<String> {
+        self.urls.into_iter().map(|u| u.loc).collect()
+    }
 }
 
 #[derive(Debug, Deserialize)]

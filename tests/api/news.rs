@@ -101,13 +101,7 @@ async fn articles_leave_the_news_sitemap_as_they_age_without_a_write(pool: PgPoo
     let index_lastmod = listed(&app, "sitemap_news.xml.gz")
         .await
         .expect("listed in the index");
-    let page: Vec<String> = app
-        .page("/sitemap-1.xml.gz")
-        .await
-        .urls
-        .into_iter()
-        .map(|u| u.loc)
-        .collect();
+    let page: Vec<String> = app.page("/sitemap-1.xml.gz").await.locs();
     for article in &articles {
         assert!(page.contains(article), "{article} is in its page too");
     }

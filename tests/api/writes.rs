@@ -58,13 +58,7 @@ async fn insert_update_and_delete_each_show_and_move_lastmod_forward(pool: PgPoo
         after_delete > after_update,
         "delete: {after_delete} > {after_update}"
     );
-    let locs: Vec<String> = app
-        .page("/sitemap-1.xml.gz")
-        .await
-        .urls
-        .into_iter()
-        .map(|u| u.loc)
-        .collect();
+    let locs: Vec<String> = app.page("/sitemap-1.xml.gz").await.locs();
     assert_eq!(locs, [format!("{BASE_URL}a"), format!("{BASE_URL}c")]);
 
     // An upsert that changes nothing changes no page.
@@ -288,13 +282,7 @@ async fn rows_a_sitemap_cannot_carry_are_left_out_and_never_break_the_page(pool:
         .await
         .expect("insert");
     app.fold().await;
-    let locs: Vec<String> = app
-        .page("/sitemap-1.xml.gz")
-        .await
-        .urls
-        .into_iter()
-        .map(|u| u.loc)
-        .collect();
+    let locs: Vec<String> = app.page("/sitemap-1.xml.gz").await.locs();
     assert_eq!(
         locs,
         [format!("{BASE_URL}before"), format!("{BASE_URL}after")]
