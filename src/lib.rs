@@ -49,6 +49,7 @@ pub mod http;
 pub mod ingest;
 mod metrics;
 pub mod pages;
+pub mod progress;
 mod quote;
 mod render;
 pub mod site;

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sitemapd::config::Config;
 use sitemapd::sitemap::name::parse_slug;
-use sitemapd::store::Store;
+use sitemapd::store::{Store, Workload};
 use std::process::ExitCode;
 
 use sitemapd::ingest::formats::Input;
@@ -111,14 +111,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
         }
         Command::Import { file, options } => {
-            let store = connect(&config).await?;
+            let store = connect(&config, Workload::Bulk).await?;
             let input = if file == "-" {
                 Input::Stdin
             } else {
                 Input::File(file.into())
             };
-            let report =
-                import(&store, &config.sites, input, &options, progress_reporter()).await?;
+            let report = import(
+                &store,
+                &config.sites,
+                input,
+                &options,
+                sitemapd::progress::import(),
+            )
+            .await?;
             print_report(&report, &options);
             if report.invalid > 0 {
                 return Ok(ExitCode::from(1));
@@ -149,7 +155,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             sitemapd::serve(listener, metrics_listener, state, shutdown_signal()).await?;
         }
         Command::Migrate => {
-            connect(&config).await?;
+            connect(&config, Workload::Serving).await?;
             tracing::info!("database migrated and configured");
         }
         Command::Demo {
@@ -157,7 +163,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             site,
             sections,
         } => {
-            let store = connect(&config).await?;
+            let store = connect(&config, Workload::Bulk).await?;
             let site = match site {
                 None => config.primary_site(),
                 Some(name) => config
@@ -166,9 +172,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .find(|s| s.name == name)
                     .with_context(|| format!("--site {name}: no such site in the configuration"))?,
             };
-            let seeded = sitemapd::demo::seed(&store, site, &sections, urls, |rows| {
-                tracing::info!(rows, "demo rows written");
-            })
+            let seeded = sitemapd::demo::seed(
+                &store,
+                site,
+                &sections,
+                urls,
+                sitemapd::progress::rows(urls),
+            )
             .await?;
             let per_second = seeded.rows as f64 / seeded.elapsed.as_secs_f64().max(1e-9);
             tracing::info!(
@@ -182,25 +192,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Counts records read: a spinner on a terminal, plain lines otherwise.
-fn progress_reporter() -> impl Fn(u64) + Send + Sync + 'static {
-    use std::io::IsTerminal;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {pos} records read ({per_sec}, {elapsed})",
-            )
-            .expect("a valid template"),
-        );
-        bar
-    });
-    move |read| match &bar {
-        Some(bar) => bar.set_position(read),
-        None => eprintln!("{read} records read"),
-    }
-}
-
 fn print_report(report: &ImportReport, options: &ImportOptions) {
     for rejected in &report.rejected {
         let reasons: Vec<String> = rejected.errors.iter().map(ToString::to_string).collect();
@@ -211,6 +202,14 @@ fn print_report(report: &ImportReport, options: &ImportOptions) {
             "… and {} more rejected records",
             report.invalid - report.rejected.len() as u64
         );
+    }
+    if !report.ignored.is_empty() {
+        let ignored: Vec<String> = report
+            .ignored
+            .iter()
+            .map(|(name, count)| format!("{name} ({count})"))
+            .collect();
+        eprintln!("ignored unknown fields: {}", ignored.join(", "));
     }
     if !report.dropped.is_empty() {
         let dropped: Vec<String> = report
@@ -265,18 +264,28 @@ async fn health(listen: std::net::SocketAddr) -> anyhow::Result<()> {
 }
 
 /// Connects (creating the database if missing) and migrates.
-async fn open(config: &Config) -> anyhow::Result<Store> {
+async fn open(config: &Config, workload: Workload) -> anyhow::Result<Store> {
     let settings = &config.settings;
-    let store = Store::connect(settings)
-        .await
-        .with_context(|| format!("connecting to {}", settings.database_url.redacted()))?;
+    let url = settings.database_url.redacted();
+    let store = Store::connect(settings, workload).await.map_err(|error| {
+        let hint = if error.is_unreachable() {
+            "\n\nIs PostgreSQL running there? Start it (`systemctl start postgresql`, or \
+                 `pg_ctlcluster <version> main start`); or run `docker compose up -d postgres` \
+                 in this repository and set \
+                 DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/sitemapd; or set \
+                 DATABASE_URL to a server that is running."
+        } else {
+            ""
+        };
+        anyhow::anyhow!("connecting to {url}: {error}{hint}")
+    })?;
     store.migrate().await?;
     Ok(store)
 }
 
 /// The database, migrated, with the configuration applied to its schema.
-async fn connect(config: &Config) -> anyhow::Result<Store> {
-    let store = open(config).await?;
+async fn connect(config: &Config, workload: Workload) -> anyhow::Result<Store> {
+    let store = open(config, workload).await?;
     sitemapd::apply_config(&store, config).await?;
     Ok(store)
 }
@@ -284,7 +293,7 @@ async fn connect(config: &Config) -> anyhow::Result<Store> {
 /// What serving needs: the state the routes share, over the database with
 /// the configuration applied.
 async fn serving_state(config: &Config) -> anyhow::Result<sitemapd::AppState> {
-    Ok(sitemapd::prepare(open(config).await?, config).await?)
+    Ok(sitemapd::prepare(open(config, Workload::Serving).await?, config).await?)
 }
 
 /// Resolves on Ctrl-C or SIGTERM (what container runtimes send).

@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 use quick_xml::events::Event;
 use sitemapd::config::Settings;
-use sitemapd::ingest::formats::{Format, Input, read};
+use sitemapd::ingest::formats::{Format, Input, ReadOptions, read};
 use sitemapd::ingest::validate::{RawRecord, Validator};
 use sitemapd::site::Site;
 use sitemapd::sitemap::name::IndexFile;
@@ -202,7 +202,7 @@ fn write_file(bytes: &[u8], name: &str) -> (tempfile::TempDir, Input) {
 fn read_all(format: Format, bytes: &[u8], name: &str) -> Result<Vec<RawRecord>, String> {
     let (_dir, input) = write_file(bytes, name);
     let mut records = Vec::new();
-    read(format, &input, &mut |_, parsed| {
+    read(format, &input, &ReadOptions::default(), &mut |_, parsed| {
         if let Ok(record) = parsed {
             records.push(record);
         }

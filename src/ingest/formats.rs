@@ -12,13 +12,15 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use flate2::read::MultiGzDecoder;
 use quick_xml::events::Event;
 use quick_xml::name::ResolveResult;
 
 use super::sitemap_entry::{Dropped, EntryReader, Namespace};
-use super::validate::{FieldError, QUOTE_CHARS, RawRecord};
+use super::validate::{FieldError, QUOTE_CHARS, RECORD_FIELDS, RawRecord};
 use crate::quote::truncated;
 
 /// Where a record sits in the input, for error messages.
@@ -54,7 +56,8 @@ pub enum ReadError {
         source: std::io::Error,
     },
     #[error(
-        "{input}: unknown column {column:?} (expected some of loc, lastmod, changefreq, priority, section, site)"
+        "{input}: unknown column {column:?} (expected some of loc, lastmod, changefreq, priority, section, site; \
+         pass --ignore-unknown-fields to ignore the others)"
     )]
     UnknownColumn { input: String, column: String },
     #[error("{input}: no loc column")]
@@ -74,6 +77,21 @@ pub enum Format {
     Jsonl,
     Csv,
     Sitemap,
+}
+
+impl Format {
+    /// The format a file's name says, if it says one: `.jsonl` or `.ndjson`,
+    /// `.csv`, `.xml`, each optionally followed by `.gz`.
+    pub fn of_file_name(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        match name.rsplit_once('.')?.1 {
+            "jsonl" | "ndjson" => Some(Format::Jsonl),
+            "csv" => Some(Format::Csv),
+            "xml" => Some(Format::Sitemap),
+            _ => None,
+        }
+    }
 }
 
 impl std::str::FromStr for Format {
@@ -97,15 +115,24 @@ pub enum Input {
 }
 
 impl Input {
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         match self {
             Input::File(path) => path.display().to_string(),
             Input::Stdin => "standard input".to_owned(),
         }
     }
 
-    /// The input's bytes, decompressed when they are gzip.
-    fn open(&self) -> Result<Box<dyn BufRead + Send>, ReadError> {
+    /// The file's size on disk (none for standard input).
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            Input::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
+            Input::Stdin => None,
+        }
+    }
+
+    /// The input's bytes, decompressed when they are gzip; `bytes_read`
+    /// counts them as they come off the file, before decompression.
+    fn open(&self, bytes_read: &Arc<AtomicU64>) -> Result<Box<dyn BufRead + Send>, ReadError> {
         let io = |source| ReadError::Io {
             input: self.name(),
             source,
@@ -113,6 +140,10 @@ impl Input {
         let raw: Box<dyn Read + Send> = match self {
             Input::File(path) => Box::new(File::open(path).map_err(io)?),
             Input::Stdin => Box::new(std::io::stdin()),
+        };
+        let raw = Counted {
+            inner: raw,
+            count: Arc::clone(bytes_read),
         };
         let mut buffered = BufReader::with_capacity(1 << 16, raw);
         let is_gzip = buffered.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
@@ -127,26 +158,78 @@ impl Input {
     }
 }
 
+/// Counts the bytes that pass through a reader.
+struct Counted<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.count.fetch_add(read as u64, Ordering::Relaxed);
+        Ok(read)
+    }
+}
+
+/// How to read an input.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Ignore (and count) JSON fields and CSV columns records do not have,
+    /// instead of refusing them.
+    pub ignore_unknown_fields: bool,
+    /// The input's bytes read so far (compressed, for gzip), for progress.
+    pub bytes_read: Arc<AtomicU64>,
+}
+
+/// What the input held that records do not carry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unread {
+    /// Sitemap elements sitemapd never serves, by element.
+    pub dropped: Dropped,
+    /// Fields and columns ignored by `--ignore-unknown-fields`, by name:
+    /// how many values each held.
+    pub ignored: Dropped,
+}
+
+/// Distinct ignored names counted one by one; the rest are counted together,
+/// so a file of ever-new keys cannot grow the report without bound.
+const IGNORED_NAMES: usize = 100;
+
+fn count_ignored(ignored: &mut Dropped, name: &str) {
+    let name = if ignored.len() < IGNORED_NAMES || ignored.contains_key(name) {
+        truncated(name, QUOTE_CHARS)
+    } else {
+        "(other names)".to_owned()
+    };
+    *ignored.entry(name).or_default() += 1;
+}
+
 /// Reads every record of `input`, handing each to `each` with its position.
 /// `each` returns false to stop the read. Returns what the input held that
-/// records do not carry (sitemap elements sitemapd never serves).
+/// records do not carry.
 pub fn read(
     format: Format,
     input: &Input,
+    options: &ReadOptions,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
-) -> Result<Dropped, ReadError> {
+) -> Result<Unread, ReadError> {
+    let mut unread = Unread::default();
     match format {
-        Format::Jsonl => read_jsonl(input, each).map(|()| Dropped::new()),
-        Format::Csv => read_csv(input, each).map(|()| Dropped::new()),
-        Format::Sitemap => read_sitemap(input, each),
+        Format::Jsonl => read_jsonl(input, options, &mut unread.ignored, each)?,
+        Format::Csv => read_csv(input, options, &mut unread.ignored, each)?,
+        Format::Sitemap => unread.dropped = read_sitemap(input, &options.bytes_read, each)?,
     }
+    Ok(unread)
 }
 
 fn read_jsonl(
     input: &Input,
+    options: &ReadOptions,
+    ignored: &mut Dropped,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
 ) -> Result<(), ReadError> {
-    let reader = input.open()?;
+    let reader = input.open(&options.bytes_read)?;
     for (i, line) in reader.lines().enumerate() {
         let line = line.map_err(|source| ReadError::Io {
             input: input.name(),
@@ -155,11 +238,23 @@ fn read_jsonl(
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = serde_json::from_str::<RawRecord>(&line).map_err(|e| FieldError {
+        let parsed = match serde_json::from_str::<RawRecord>(&line) {
+            Err(e) if options.ignore_unknown_fields && is_unknown_field(&e) => {
+                parse_known_fields(&line, ignored)
+            }
+            parsed => parsed,
+        }
+        .map_err(|e| FieldError {
             field: "record".into(),
             value: truncated(&line, QUOTE_CHARS),
             rule: format!(
-                "a JSON object of loc, lastmod, changefreq, priority, section, site ({e})"
+                "a JSON object of {} ({e}){}",
+                RECORD_FIELDS.join(", "),
+                if is_unknown_field(&e) {
+                    "; pass --ignore-unknown-fields to ignore the fields sitemapd does not know"
+                } else {
+                    ""
+                }
             ),
         });
         if !each(Position::Line(i as u64 + 1), parsed) {
@@ -167,6 +262,25 @@ fn read_jsonl(
         }
     }
     Ok(())
+}
+
+fn is_unknown_field(error: &serde_json::Error) -> bool {
+    error.is_data() && error.to_string().starts_with("unknown field")
+}
+
+/// A record from a line that has fields records do not, which are counted
+/// in `ignored` and left out. Only lines with such fields take this slower
+/// path.
+fn parse_known_fields(line: &str, ignored: &mut Dropped) -> serde_json::Result<RawRecord> {
+    let mut object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line)?;
+    object.retain(|name, _| {
+        let known = RECORD_FIELDS.contains(&name.as_str());
+        if !known {
+            count_ignored(ignored, name);
+        }
+        known
+    });
+    serde_json::from_value(serde_json::Value::Object(object))
 }
 
 const COLUMNS: [&str; 6] = [
@@ -180,6 +294,8 @@ const COLUMNS: [&str; 6] = [
 
 fn read_csv(
     input: &Input,
+    options: &ReadOptions,
+    ignored: &mut Dropped,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
 ) -> Result<(), ReadError> {
     let csv_error = |e: csv::Error| ReadError::Csv {
@@ -189,13 +305,15 @@ fn read_csv(
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
-        .from_reader(input.open()?);
+        .from_reader(input.open(&options.bytes_read)?);
     let headers = reader.headers().map_err(csv_error)?.clone();
+    // Each header's field, or none for an ignored column.
     let mut columns = Vec::with_capacity(headers.len());
     for header in &headers {
         let name = header.trim();
         match COLUMNS.iter().position(|c| *c == name) {
-            Some(i) => columns.push(i),
+            Some(i) => columns.push(Some(i)),
+            None if options.ignore_unknown_fields => columns.push(None),
             None => {
                 return Err(ReadError::UnknownColumn {
                     input: input.name(),
@@ -204,7 +322,7 @@ fn read_csv(
             }
         }
     }
-    if !columns.contains(&0) {
+    if !columns.contains(&Some(0)) {
         return Err(ReadError::NoLocColumn {
             input: input.name(),
         });
@@ -213,7 +331,13 @@ fn read_csv(
     while reader.read_record(&mut row).map_err(csv_error)? {
         let line = row.position().map_or(0, csv::Position::line);
         let mut record = RawRecord::default();
-        for (value, column) in row.iter().zip(&columns) {
+        for ((value, column), header) in row.iter().zip(&columns).zip(&headers) {
+            let Some(column) = column else {
+                if !value.is_empty() {
+                    count_ignored(ignored, header.trim());
+                }
+                continue;
+            };
             let value = (!value.is_empty()).then(|| value.to_owned());
             let slot = match column {
                 0 => &mut record.loc,
@@ -234,6 +358,7 @@ fn read_csv(
 
 fn read_sitemap(
     input: &Input,
+    bytes_read: &Arc<AtomicU64>,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
 ) -> Result<Dropped, ReadError> {
     let file_name = match input {
@@ -244,7 +369,14 @@ fn read_sitemap(
     };
     let mut children = Vec::new();
     let mut dropped = Dropped::new();
-    let root = read_sitemap_file(input, &file_name, each, &mut children, &mut dropped)?;
+    let root = read_sitemap_file(
+        input,
+        bytes_read,
+        &file_name,
+        each,
+        &mut children,
+        &mut dropped,
+    )?;
     if root != Root::Index {
         return Ok(dropped);
     }
@@ -265,7 +397,9 @@ fn read_sitemap(
             .to_owned();
         let child = Input::File(folder.join(&name));
         let mut nested = Vec::new();
-        if read_sitemap_file(&child, &name, each, &mut nested, &mut dropped)? == Root::Index {
+        if read_sitemap_file(&child, bytes_read, &name, each, &mut nested, &mut dropped)?
+            == Root::Index
+        {
             return Err(ReadError::Xml {
                 input: child.name(),
                 message:
@@ -287,6 +421,7 @@ enum Root {
 /// locs to `children`; what is dropped is counted in `dropped`.
 fn read_sitemap_file(
     input: &Input,
+    bytes_read: &Arc<AtomicU64>,
     file_name: &str,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
     children: &mut Vec<String>,
@@ -296,7 +431,7 @@ fn read_sitemap_file(
         input: input.name(),
         message,
     };
-    let mut reader = quick_xml::NsReader::from_reader(input.open()?);
+    let mut reader = quick_xml::NsReader::from_reader(input.open(bytes_read)?);
     let mut buf = Vec::new();
     let mut root = None;
     // The entry being read, and how many elements are open inside it.

@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::mpsc;
 
-use super::formats::{self, Format, Input, Position, ReadError};
+use super::formats::{self, Format, Input, Position, ReadError, ReadOptions};
 use super::sitemap_entry::Dropped;
 use super::sort::{KeySorter, RUN_BYTES, sort_in_memory};
 use super::validate::{FieldError, Record, Validator};
@@ -33,10 +33,16 @@ const BATCHES_IN_FLIGHT: usize = 4;
 /// How an import reads and writes; also `sitemapd import`'s options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ImportOptions {
-    /// jsonl, csv (with a header row) or sitemap (.xml/.xml.gz, a sitemap or
-    /// a sitemap index whose children sit beside it).
+    /// jsonl, csv (with a header row) or sitemap (a sitemap or a sitemap
+    /// index whose children sit beside it). Default: what the file's name
+    /// says (.jsonl or .ndjson, .csv, .xml, each optionally .gz); needed
+    /// for - and for other names.
     #[arg(long)]
-    pub format: Format,
+    pub format: Option<Format>,
+    /// Ignore JSON fields and CSV columns that records do not have (counted
+    /// in the report), instead of refusing them.
+    #[arg(long)]
+    pub ignore_unknown_fields: bool,
     /// Site of records that name none (default: the primary site).
     #[arg(long)]
     pub site: Option<String>,
@@ -76,6 +82,9 @@ pub struct ImportReport {
     /// Sitemap elements read and left out (never served), by qualified
     /// name, with how many.
     pub dropped: Dropped,
+    /// Unknown JSON fields or CSV columns ignored (`--ignore-unknown-fields`),
+    /// by name, with how many values each held.
+    pub ignored: Dropped,
     /// Whether the changes were committed.
     pub written: bool,
 }
@@ -83,20 +92,53 @@ pub struct ImportReport {
 /// Why an import could not run at all (usage or I/O: exit code 2).
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    #[error("{input}: pass --format (jsonl, csv or sitemap); {why}")]
+    FormatNeeded { input: String, why: &'static str },
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error(transparent)]
     Store(#[from] store::Error),
 }
 
-/// Imports `input` per `options`, calling `progress` with records read.
+/// How far an import has read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub records: u64,
+    /// Bytes of the input read (before decompression).
+    pub bytes: u64,
+    /// The input's size, when it is one file of known size.
+    pub total_bytes: Option<u64>,
+}
+
+/// Records between two progress reports.
+const PROGRESS_RECORDS: u64 = 10_000;
+
+/// The format `options` name, or else the one the input's name says.
+fn format_of(input: &Input, options: &ImportOptions) -> Result<Format, ImportError> {
+    if let Some(format) = options.format {
+        return Ok(format);
+    }
+    match input {
+        Input::Stdin => Err(ImportError::FormatNeeded {
+            input: input.name(),
+            why: "standard input has no name to tell it by",
+        }),
+        Input::File(path) => Format::of_file_name(path).ok_or(ImportError::FormatNeeded {
+            input: input.name(),
+            why: "its name does not end in .jsonl, .ndjson, .csv or .xml (optionally .gz)",
+        }),
+    }
+}
+
+/// Imports `input` per `options`, calling `progress` as it reads.
 pub async fn import(
     store: &Store,
     sites: &[Site],
     input: Input,
     options: &ImportOptions,
-    progress: impl Fn(u64) + Send + Sync + 'static,
+    progress: impl Fn(Progress) + Send + Sync + 'static,
 ) -> Result<ImportReport, ImportError> {
+    let format = format_of(&input, options)?;
     let site = options
         .site
         .clone()
@@ -107,7 +149,14 @@ pub async fn import(
         let sites = sites.to_vec();
         let (site, section, options) = (site.clone(), section.clone(), options.clone());
         tokio::task::spawn_blocking(move || {
-            read_and_validate(&sites, &site, &section, &input, &options, &tx, &progress)
+            let reading = Reading {
+                format,
+                input: &input,
+                options: &options,
+                tx: &tx,
+                progress: &progress,
+            };
+            read_and_validate(&sites, &site, &section, &reading)
         })
     };
     let mut session = store.begin_import().await?;
@@ -149,24 +198,52 @@ pub async fn write_records(
     Ok(counts)
 }
 
+/// What the reader thread reads, how, and where it sends rows and progress.
+struct Reading<'a> {
+    format: Format,
+    input: &'a Input,
+    options: &'a ImportOptions,
+    tx: &'a mpsc::Sender<Vec<u8>>,
+    progress: &'a dyn Fn(Progress),
+}
+
 fn read_and_validate(
     sites: &[Site],
     site: &str,
     section: &str,
-    input: &Input,
-    options: &ImportOptions,
-    tx: &mpsc::Sender<Vec<u8>>,
-    progress: &dyn Fn(u64),
+    reading: &Reading<'_>,
 ) -> Result<ImportReport, ImportError> {
+    let Reading {
+        format,
+        input,
+        options,
+        tx,
+        progress,
+    } = *reading;
     let validator = Validator::new(sites, site, section, OffsetDateTime::now_utc());
+    let read_options = ReadOptions {
+        ignore_unknown_fields: options.ignore_unknown_fields,
+        ..ReadOptions::default()
+    };
+    // A sitemap index's children are read too, beyond its own size.
+    let total_bytes = input.size().filter(|_| format != Format::Sitemap);
+    let report_progress = |records| {
+        progress(Progress {
+            records,
+            bytes: read_options
+                .bytes_read
+                .load(std::sync::atomic::Ordering::Relaxed),
+            total_bytes,
+        });
+    };
     let mut report = ImportReport::default();
     let mut sorter = KeySorter::new(KEY_FIELDS, RUN_BYTES);
     let mut row = Vec::with_capacity(256);
     let mut spill_error = None;
     let mut each = |position: Position, parsed: formats::Parsed| {
         report.read += 1;
-        if report.read.is_multiple_of(100_000) {
-            progress(report.read);
+        if report.read.is_multiple_of(PROGRESS_RECORDS) {
+            report_progress(report.read);
         }
         match validator.validate_parsed(parsed) {
             Ok(record) => {
@@ -186,12 +263,13 @@ fn read_and_validate(
         }
         true
     };
-    let dropped = formats::read(options.format, input, &mut each)?;
-    report.dropped = dropped;
+    let unread = formats::read(format, input, &read_options, &mut each)?;
+    report.dropped = unread.dropped;
+    report.ignored = unread.ignored;
     if let Some(e) = spill_error {
         return Err(sort_failed(e));
     }
-    progress(report.read);
+    report_progress(report.read);
     let mut batch = Vec::with_capacity(BATCH_ROWS * 128);
     let mut rows = 0;
     let sent = sorter

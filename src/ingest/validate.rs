@@ -29,6 +29,20 @@ pub const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
 /// Values quoted in errors are cut to this many characters.
 pub const QUOTE_CHARS: usize = 100;
 
+/// The fields of [`RawRecord`], by their JSON names.
+pub const RECORD_FIELDS: [&str; 10] = [
+    "loc",
+    "lastmod",
+    "changefreq",
+    "priority",
+    "section",
+    "site",
+    "alternates",
+    "images",
+    "videos",
+    "news",
+];
+
 /// A record as it arrives: every field optional text, checked by
 /// [`Validator::validate`].
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, utoipa::ToSchema)]
@@ -371,6 +385,35 @@ mod tests {
     use crate::config::Settings;
 
     const NOW: OffsetDateTime = datetime!(2026-11-21 12:00 UTC);
+
+    #[test]
+    fn record_fields_name_every_field_a_record_has() {
+        let every: serde_json::Map<String, serde_json::Value> = RECORD_FIELDS
+            .iter()
+            .map(|name| ((*name).to_owned(), serde_json::json!("x")))
+            .collect();
+        let record: RawRecord =
+            serde_json::from_value(every.into()).expect("every listed field is known");
+        // No `..`: a field added to RawRecord fails to compile here until
+        // it is listed in RECORD_FIELDS too.
+        let RawRecord {
+            loc,
+            lastmod,
+            changefreq,
+            priority,
+            section,
+            site,
+            alternates,
+            images,
+            videos,
+            news,
+        } = record;
+        let texts = [loc, lastmod, changefreq, priority, section, site];
+        assert!(texts.iter().all(Option::is_some), "{texts:?}");
+        let extensions = [alternates, images, videos, news];
+        assert!(extensions.iter().all(Option::is_some), "{extensions:?}");
+        assert_eq!(RECORD_FIELDS.len(), texts.len() + extensions.len());
+    }
 
     fn sites() -> Vec<Site> {
         let mut settings = Settings::defaults();

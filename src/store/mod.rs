@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt};
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres};
+use sqlx::{ConnectOptions, PgPool, Postgres};
 use time::OffsetDateTime;
 
 use crate::clock::Clock;
@@ -42,6 +42,17 @@ pub enum Error {
     /// like, where packets are dropped rather than connections refused.
     #[error("database: no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
+}
+
+impl Error {
+    /// Whether the server could not be reached at all (refused, unknown
+    /// host, no answer), as opposed to refusing what was asked.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            Error::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut)
+        )
+    }
 }
 
 impl From<sqlx::Error> for Error {
@@ -146,20 +157,40 @@ pub(crate) struct DemoBatch<'a> {
     pub count: i64,
 }
 
+/// What a process's statements are for, which decides what is worth a
+/// warning in its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// The service: a statement slower than a second is news (sqlx warns).
+    Serving,
+    /// `import` and `demo`: their statements move millions of rows and are
+    /// slow by design, so sqlx's slow-statement warning stays off.
+    Bulk,
+}
+
+impl Workload {
+    fn apply(self, options: PgConnectOptions) -> PgConnectOptions {
+        match self {
+            Workload::Serving => options,
+            Workload::Bulk => options.log_slow_statements(log::LevelFilter::Off, Duration::ZERO),
+        }
+    }
+}
+
 impl Store {
     /// Connects to the configured database, creating it first if missing.
-    pub async fn connect(settings: &Settings) -> Result<Store, Error> {
+    pub async fn connect(settings: &Settings, workload: Workload) -> Result<Store, Error> {
         let url = settings.database_url.expose();
         if !Postgres::database_exists(url).await? {
             tracing::info!(database_url = %settings.database_url.redacted(), "creating database");
             Postgres::create_database(url).await?;
         }
-        let options = PgConnectOptions::from_str(url)?;
+        let options = workload.apply(PgConnectOptions::from_str(url)?);
         let pool = pool_options(settings).connect_with(options).await?;
         let read = match &settings.database_read_url {
             None => pool.clone(),
             Some(read_url) => {
-                let options = PgConnectOptions::from_str(read_url.expose())?;
+                let options = workload.apply(PgConnectOptions::from_str(read_url.expose())?);
                 pool_options(settings).connect_with(options).await?
             }
         };

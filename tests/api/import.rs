@@ -13,9 +13,10 @@ use tempfile::TempDir;
 
 use crate::helpers::{BASE_URL, TestApp, binary, until_a_statement_waits_on_a_lock};
 
-fn options(format: Format) -> ImportOptions {
+pub fn options(format: Format) -> ImportOptions {
     ImportOptions {
-        format,
+        format: Some(format),
+        ignore_unknown_fields: false,
         site: None,
         section: None,
         dry_run: false,
@@ -26,7 +27,7 @@ fn options(format: Format) -> ImportOptions {
 }
 
 /// Imports `file`, then folds, as the service's next round would.
-async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions) -> ImportReport {
+pub async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions) -> ImportReport {
     let report = import(
         &app.state.store,
         app.state.sites.all(),
@@ -40,13 +41,13 @@ async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions) -> 
     report
 }
 
-fn write(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
+pub fn write(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
     let path = dir.path().join(name);
     std::fs::write(&path, content).expect("write input");
     path
 }
 
-fn write_gz(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
+pub fn write_gz(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
     let path = dir.path().join(name);
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(content.as_bytes()).expect("gzip");
@@ -54,7 +55,7 @@ fn write_gz(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
     path
 }
 
-fn jsonl<S: AsRef<str>>(locs: &[S]) -> String {
+pub fn jsonl<S: AsRef<str>>(locs: &[S]) -> String {
     locs.iter()
         .map(|l| format!("{{\"loc\": \"{BASE_URL}{}\"}}\n", l.as_ref()))
         .collect()

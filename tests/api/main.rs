@@ -3,6 +3,7 @@
 
 mod browser;
 mod caching;
+mod commands;
 mod connections;
 mod deploy;
 mod encodings;
