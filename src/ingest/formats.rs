@@ -283,14 +283,9 @@ fn parse_known_fields(line: &str, ignored: &mut Dropped) -> serde_json::Result<R
     serde_json::from_value(serde_json::Value::Object(object))
 }
 
-const COLUMNS: [&str; 6] = [
-    "loc",
-    "lastmod",
-    "changefreq",
-    "priority",
-    "section",
-    "site",
-];
+/// A CSV file's columns: the records' text fields, which lead
+/// [`RECORD_FIELDS`] (the extensions are JSON, read from JSON Lines).
+const COLUMNS: &[&str] = RECORD_FIELDS.split_at(6).0;
 
 fn read_csv(
     input: &Input,
