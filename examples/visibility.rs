@@ -72,6 +72,7 @@ async fn main() -> anyhow::Result<()> {
         })
         .collect();
 
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     let page = format!("{}/sitemap-probe-1.xml.gz", args.server);
     let run_id = std::process::id();

@@ -36,7 +36,15 @@ import zlib
 import psycopg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_scale import HOST, db_read_seconds, ms, percentile, start_server, write_results  # noqa: E402
+from bench_scale import (  # noqa: E402
+    HOST,
+    cold_page_summary,
+    db_read_seconds,
+    ms,
+    percentile,
+    start_server,
+    write_results,
+)
 
 BASE_URL = "https://www.example.com/"
 LANGUAGES = ["en", "de", "fr", "es", "it"]
@@ -128,15 +136,7 @@ def main():
                 started = time.perf_counter()
                 zlib.compress(xml, 6)
                 gz.append(time.perf_counter() - started)
-        alone = [d + g for d, g in zip(db, gz)]
-        results["cold_page"] = {
-            "median_ms": ms(statistics.median(build)),
-            "p99_ms": ms(percentile(build, 99)),
-            "db_read_median_ms": ms(statistics.median(db)),
-            "gzip_median_ms": ms(statistics.median(gz)),
-            "alone_median_ms": ms(statistics.median(alone)),
-            "ratio": round(statistics.median(build) / statistics.median(alone), 2),
-        }
+        results["cold_page"] = cold_page_summary(build, db, gz)
         news_cold = [get(18092, "/sitemap_news.xml.gz")[0] for _ in range(args.news_fetches)]
         get(18090, "/sitemap_news.xml.gz")
         news_cached = [get(18090, "/sitemap_news.xml.gz")[0] for _ in range(args.news_fetches)]

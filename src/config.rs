@@ -120,6 +120,19 @@ pub struct Settings {
     pub max_connections: u32,
     /// Bytes all response bodies in flight may hold together.
     pub response_memory_bytes: u64,
+    /// The primary site's IndexNow key; none leaves its push off.
+    #[serde(default)]
+    pub indexnow_key: Option<String>,
+    /// Where IndexNow batches are POSTed.
+    pub indexnow_endpoint: String,
+    /// How long the first change of a batch waits for more to join it.
+    pub indexnow_batch_delay_ms: u64,
+    /// URL templates with `{sitemap}`, each sent a GET with a site's index
+    /// URL when the index changes.
+    #[serde(default)]
+    pub submit_urls: Vec<String>,
+    /// The least time between two submissions to one template.
+    pub submit_interval_seconds: u64,
 }
 
 /// The settings, checked once, with what they describe parsed: what the
@@ -177,6 +190,8 @@ pub struct SiteSettings {
     pub robots_txt: Option<String>,
     #[serde(default)]
     pub robots_file: Option<PathBuf>,
+    #[serde(default)]
+    pub indexnow_key: Option<String>,
 }
 
 /// How the index is announced: `sitemap_index.xml` or its gzip file,
@@ -345,6 +360,7 @@ impl Settings {
             ));
         }
         for (key, value) in [
+            ("submit_interval_seconds", self.submit_interval_seconds),
             ("fold_interval_ms", self.fold_interval_ms),
             ("change_log_max_rows", self.change_log_max_rows),
             ("db_read_timeout_ms", self.db_read_timeout_ms),
@@ -381,6 +397,26 @@ impl Settings {
                 ));
             }
         }
+        if !is_web_url(&self.indexnow_endpoint) {
+            return Err(invalid(
+                "indexnow_endpoint",
+                &self.indexnow_endpoint,
+                "an http or https URL, such as https://api.indexnow.org/indexnow".into(),
+            ));
+        }
+        for template in &self.submit_urls {
+            let filled = template.replace(SITEMAP_PLACEHOLDER, "https%3A%2F%2Fexample.com%2F");
+            if !template.contains(SITEMAP_PLACEHOLDER) || !is_web_url(&filled) {
+                return Err(invalid(
+                    "submit_urls",
+                    template,
+                    format!(
+                        "http or https URL templates holding {SITEMAP_PLACEHOLDER}, such as \
+                         https://engine.example/ping?sitemap={SITEMAP_PLACEHOLDER}"
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -397,6 +433,8 @@ impl Settings {
             self.robots_file.as_deref(),
         )?];
         sites[0].include_subfolder_sites = self.include_subfolder_sites;
+        sites[0].indexnow_key =
+            indexnow_key("indexnow_key", &self.site, self.indexnow_key.as_deref())?;
         for (name, extra) in &self.sites {
             if !is_section_slug(name) {
                 return Err(Error::Invalid {
@@ -414,6 +452,8 @@ impl Settings {
                 extra.robots_file.as_deref(),
             )?;
             extra_site.include_subfolder_sites = extra.include_subfolder_sites;
+            extra_site.indexnow_key =
+                indexnow_key("sites.*.indexnow_key", name, extra.indexnow_key.as_deref())?;
             sites.push(extra_site);
         }
         for (i, a) in sites.iter().enumerate() {
@@ -432,6 +472,33 @@ impl Settings {
         }
         Ok(sites)
     }
+}
+
+/// What `{sitemap}` in a `submit_urls` template stands for: the site's
+/// index URL, percent-encoded.
+pub const SITEMAP_PLACEHOLDER: &str = "{sitemap}";
+
+fn is_web_url(text: &str) -> bool {
+    Url::parse(text).is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+}
+
+/// `key` checked as IndexNow requires: 8 to 128 of `a-z A-Z 0-9 -`.
+fn indexnow_key(
+    setting: &'static str,
+    site: &str,
+    key: Option<&str>,
+) -> Result<Option<String>, Error> {
+    let Some(key) = key else { return Ok(None) };
+    let valid = (8..=128).contains(&key.len())
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if !valid {
+        return Err(Error::Invalid {
+            key: setting,
+            value: format!("{key} (site {site})"),
+            expected: "8 to 128 characters, each a-z, A-Z, 0-9 or -".into(),
+        });
+    }
+    Ok(Some(key.to_owned()))
 }
 
 fn site(

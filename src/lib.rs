@@ -26,6 +26,8 @@
 //!   and each page's bytes, built once per version.
 //! - `warmup` — rebuilds changed pages through the page service in the
 //!   background.
+//! - [`announce`] — telling search engines what changed: IndexNow pushes
+//!   from the change feed, index submissions by GET.
 //! - [`ingest`] — import files, and the rules every incoming record is
 //!   checked and normalised by (the write API uses them too).
 //! - [`http`] — the adapter: connections and their limits, routes, the
@@ -39,6 +41,7 @@
 //! `codec`) → body. An import flows: [`ingest`] reader → validator →
 //! sort → [`store`] (one `COPY`, one writing statement).
 
+pub mod announce;
 mod cache;
 pub mod clock;
 mod codec;
@@ -79,6 +82,9 @@ use store::Store;
 /// Connections the operators' port (`metrics_listen`) serves at once: it
 /// answers scrapers and probes, not the public.
 const OPERATOR_CONNECTIONS: usize = 64;
+
+/// Connections the IndexNow pusher and the index submitter share: one each.
+const ANNOUNCER_CONNECTIONS: u32 = 2;
 
 /// Applies the configuration to the schema: page limits, the sites' base
 /// URLs. What every command that reads or writes rows does first.
@@ -133,14 +139,18 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
         nested_index: settings.nested_index,
         index_format: settings.index_format.encoding(),
     };
+    let pages = Arc::new(pages);
+    let sites = http::Sites::new(
+        config.sites.clone(),
+        settings.strict_host,
+        settings.proxy_strips_prefix,
+    );
+    let announcers = announcers(&store, config, &sites, &pages, &metrics).await?;
     Ok(AppState::new(http::App {
         store,
-        pages: Arc::new(pages),
-        sites: http::Sites::new(
-            config.sites.clone(),
-            settings.strict_host,
-            settings.proxy_strips_prefix,
-        ),
+        pages,
+        sites,
+        announcers,
         cache_max_age: settings.cache_max_age_seconds,
         retry_after: HeaderValue::from(settings.retry_after_seconds),
         skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
@@ -170,6 +180,65 @@ pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::E
     }))
 }
 
+/// The IndexNow pusher (sites with a key, each cursor started at the
+/// feed's end the first time) and the index submitter (when `submit_urls`
+/// has templates).
+async fn announcers(
+    store: &Store,
+    config: &Config,
+    sites: &http::Sites,
+    pages: &Arc<pages::Pages>,
+    metrics: &Arc<metrics::Metrics>,
+) -> Result<announce::Announcers, store::Error> {
+    let settings = &config.settings;
+    let targets: Vec<_> = config
+        .sites
+        .iter()
+        .filter_map(|site| {
+            announce::indexnow::Target::of(site, &config.sites, settings.proxy_strips_prefix)
+        })
+        .collect();
+    if targets.is_empty() && settings.submit_urls.is_empty() {
+        return Ok(announce::Announcers::default());
+    }
+    // Each sender holds a connection while it waits for an engine's answer,
+    // up to the request timeout: they get their own, not the service's.
+    let store = &store.with_own_pool(ANNOUNCER_CONNECTIONS);
+    for target in &targets {
+        store.start_indexnow(&target.site).await?;
+    }
+    let client = announce::client();
+    let indexnow = (!targets.is_empty()).then(|| announce::indexnow::Pusher {
+        store: store.clone(),
+        client: client.clone(),
+        endpoint: settings.indexnow_endpoint.clone(),
+        batch_delay: Duration::from_millis(settings.indexnow_batch_delay_ms),
+        targets,
+        metrics: metrics.clone(),
+    });
+    let submitter = (!settings.submit_urls.is_empty()).then(|| announce::submit::Submitter {
+        store: store.clone(),
+        client,
+        templates: settings.submit_urls.clone(),
+        interval: Duration::from_secs(settings.submit_interval_seconds),
+        pages: pages.clone(),
+        indexes: sites
+            .all()
+            .iter()
+            .filter(|site| !sites.is_held(site))
+            .map(|site| announce::submit::SiteIndex {
+                site: site.clone(),
+                members: sites.index_members(site).into_iter().cloned().collect(),
+            })
+            .collect(),
+        metrics: metrics.clone(),
+    });
+    Ok(announce::Announcers {
+        indexnow,
+        submitter,
+    })
+}
+
 /// Serves until `shutdown` resolves, then stops accepting connections and
 /// lets in-flight responses finish for up to the configured grace period,
 /// after which it returns even if some are unfinished (the binary then
@@ -197,6 +266,16 @@ pub async fn serve(
         }
         .run(),
     );
+    let indexnow = state
+        .announcers
+        .indexnow
+        .clone()
+        .map(|pusher| tokio::spawn(pusher.run()));
+    let submitter = state
+        .announcers
+        .submitter
+        .clone()
+        .map(|submitter| tokio::spawn(submitter.run()));
     let change_listener = (!state.pages.summaries.is_disabled()).then(|| {
         tokio::spawn(summaries::listen(
             state.store.clone(),
@@ -250,7 +329,10 @@ pub async fn serve(
     };
     reporter.abort();
     folder.abort();
-    for task in [warm_up, change_listener].into_iter().flatten() {
+    for task in [warm_up, change_listener, indexnow, submitter]
+        .into_iter()
+        .flatten()
+    {
         task.abort();
     }
     if let Some(metrics) = metrics {

@@ -57,6 +57,14 @@ enum Command {
     /// Mint a write API token: prints the token (give it to the writer; it
     /// is not stored anywhere) and the digest to add to api_token_hashes.
     Token,
+    /// Tell search engines now: send the IndexNow backlog without waiting,
+    /// and submit each index to the submit_urls. Exit code 1 when an
+    /// endpoint did not take what was sent.
+    Submit {
+        /// Print what would be sent next, and send nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Fill the table with realistic synthetic URLs under a configured site.
     Demo {
         /// How many URLs to add.
@@ -153,6 +161,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             sitemapd::serve(listener, metrics_listener, state, shutdown_signal()).await?;
+        }
+        Command::Submit { dry_run } => {
+            let state = serving_state(&config).await?;
+            let (lines, all_taken) = state.announcers.submit_now(dry_run).await?;
+            for line in lines {
+                println!("{line}");
+            }
+            if !all_taken {
+                return Ok(ExitCode::from(1));
+            }
         }
         Command::Migrate => {
             connect(&config, Workload::Serving).await?;

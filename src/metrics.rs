@@ -28,6 +28,13 @@ struct SiteLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SiteStatusLabels {
+    site: String,
+    /// The answer's status code, or `error` when none came.
+    status: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabels {
     source: &'static str,
 }
@@ -64,6 +71,14 @@ pub struct Metrics {
     connections_closed: Family<ReasonLabels, Counter>,
     response_memory_bytes: Gauge,
     responses_refused: Family<ReasonLabels, Counter>,
+    indexnow_batches_sent: Family<SiteLabels, Counter>,
+    indexnow_urls_sent: Family<SiteLabels, Counter>,
+    indexnow_batches_accepted: Family<SiteLabels, Counter>,
+    indexnow_urls_accepted: Family<SiteLabels, Counter>,
+    indexnow_batches_refused: Family<SiteStatusLabels, Counter>,
+    indexnow_backlog_changes: Family<SiteLabels, Gauge>,
+    indexnow_backlog_age_seconds: Family<SiteLabels, Gauge>,
+    submissions: Family<SiteStatusLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -153,8 +168,64 @@ impl Default for Metrics {
             "Requests answered 503 to protect the service, by reason",
             responses_refused.clone(),
         );
+        let indexnow_batches_sent = Family::<SiteLabels, Counter>::default();
+        registry.register(
+            "indexnow_batches_sent",
+            "IndexNow POSTs made, retries included",
+            indexnow_batches_sent.clone(),
+        );
+        let indexnow_urls_sent = Family::<SiteLabels, Counter>::default();
+        registry.register(
+            "indexnow_urls_sent",
+            "URLs in IndexNow POSTs made, retries included",
+            indexnow_urls_sent.clone(),
+        );
+        let indexnow_batches_accepted = Family::<SiteLabels, Counter>::default();
+        registry.register(
+            "indexnow_batches_accepted",
+            "IndexNow POSTs answered 200 or 202",
+            indexnow_batches_accepted.clone(),
+        );
+        let indexnow_urls_accepted = Family::<SiteLabels, Counter>::default();
+        registry.register(
+            "indexnow_urls_accepted",
+            "URLs in IndexNow POSTs answered 200 or 202",
+            indexnow_urls_accepted.clone(),
+        );
+        let indexnow_batches_refused = Family::<SiteStatusLabels, Counter>::default();
+        registry.register(
+            "indexnow_batches_refused",
+            "IndexNow POSTs not accepted, by status (429 and 5xx are retried, 4xx dropped; error: no answer)",
+            indexnow_batches_refused.clone(),
+        );
+        let indexnow_backlog_changes = Family::<SiteLabels, Gauge>::default();
+        registry.register(
+            "indexnow_backlog_changes",
+            "Change feed entries not yet delivered to IndexNow",
+            indexnow_backlog_changes.clone(),
+        );
+        let indexnow_backlog_age_seconds = Family::<SiteLabels, Gauge>::default();
+        registry.register(
+            "indexnow_backlog_age_seconds",
+            "Age of the oldest change not yet delivered to IndexNow (0: none)",
+            indexnow_backlog_age_seconds.clone(),
+        );
+        let submissions = Family::<SiteStatusLabels, Counter>::default();
+        registry.register(
+            "sitemap_submissions",
+            "Index submissions by GET to submit_urls, by status (200 is success; error: no answer)",
+            submissions.clone(),
+        );
         Metrics {
             registry,
+            indexnow_batches_sent,
+            indexnow_urls_sent,
+            indexnow_batches_accepted,
+            indexnow_urls_accepted,
+            indexnow_batches_refused,
+            indexnow_backlog_changes,
+            indexnow_backlog_age_seconds,
+            submissions,
             connections_open,
             connections_closed,
             response_memory_bytes,
@@ -230,6 +301,53 @@ impl Metrics {
             .inc();
     }
 
+    /// An IndexNow POST of `urls` URLs for `site` was made.
+    pub fn indexnow_sent(&self, site: &str, urls: usize) {
+        let site = site_labels(site);
+        self.indexnow_batches_sent.get_or_create(&site).inc();
+        self.indexnow_urls_sent
+            .get_or_create(&site)
+            .inc_by(urls as u64);
+    }
+
+    /// The endpoint accepted a POST of `urls` URLs.
+    pub fn indexnow_accepted(&self, site: &str, urls: usize) {
+        let site = site_labels(site);
+        self.indexnow_batches_accepted.get_or_create(&site).inc();
+        self.indexnow_urls_accepted
+            .get_or_create(&site)
+            .inc_by(urls as u64);
+    }
+
+    /// The endpoint answered a POST with `status` (`None`: no answer).
+    pub fn indexnow_refused(&self, site: &str, status: Option<u16>) {
+        self.indexnow_batches_refused
+            .get_or_create(&site_status(site, status))
+            .inc();
+    }
+
+    /// What `site` has not delivered yet: feed entries (`None`: not counted
+    /// this time), and the age of the oldest.
+    pub fn indexnow_backlog(&self, site: &str, changes: Option<i64>, age: Duration) {
+        let site = site_labels(site);
+        if let Some(changes) = changes {
+            self.indexnow_backlog_changes
+                .get_or_create(&site)
+                .set(changes);
+        }
+        self.indexnow_backlog_age_seconds
+            .get_or_create(&site)
+            .set(i64::try_from(age.as_secs()).unwrap_or(i64::MAX));
+    }
+
+    /// A submission of `site`'s index was answered `status` (`None`: no
+    /// answer).
+    pub fn submission(&self, site: &str, status: Option<u16>) {
+        self.submissions
+            .get_or_create(&site_status(site, status))
+            .inc();
+    }
+
     /// The metrics in text form, with `gauges` as read now.
     pub fn render(&self, gauges: Gauges) -> String {
         self.page_cache_bytes
@@ -268,6 +386,19 @@ pub struct Gauges {
     pub hreflang_cluster_problems: Option<i64>,
 }
 
+fn site_labels(site: &str) -> SiteLabels {
+    SiteLabels {
+        site: site.to_owned(),
+    }
+}
+
+fn site_status(site: &str, status: Option<u16>) -> SiteStatusLabels {
+    SiteStatusLabels {
+        site: site.to_owned(),
+        status: status.map_or_else(|| "error".to_owned(), |status| status.to_string()),
+    }
+}
+
 fn tier(overflow: bool) -> TierLabels {
     TierLabels {
         tier: if overflow { "overflow" } else { "regular" },
@@ -284,6 +415,8 @@ pub mod routes {
     pub const NEWS_XML: &str = "/sitemap_news.xml";
     pub const ROBOTS: &str = "/robots.txt";
     pub const STYLESHEET: &str = "/sitemap.xsl";
+    pub const HTML_VIEW: &str = "/sitemaps.html";
+    pub const INDEXNOW_KEY: &str = "/{key}.txt";
 }
 
 /// The route template a request path belongs to, as a label: a handful of
@@ -297,6 +430,8 @@ pub fn route_of(path: &str) -> &'static str {
         routes::ROBOTS => routes::ROBOTS,
         _ if path.starts_with("/api/v1/") => "/api/v1",
         _ if file == "sitemap.xsl" => routes::STYLESHEET,
+        _ if file == "sitemaps.html" => routes::HTML_VIEW,
+        _ if file.ends_with(".txt") => routes::INDEXNOW_KEY,
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => routes::INDEX,
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml.gz") => routes::INDEX_GZ,
         _ if file.starts_with("sitemap_news") && file.ends_with(".xml") => routes::NEWS_XML,
@@ -318,6 +453,7 @@ mod tests {
         assert_eq!(route_of("/sitemap-3.xml"), "/sitemap-{n}.xml");
         assert_eq!(route_of("/sitemap_news-2.xml.gz"), "/sitemap_news.xml.gz");
         assert_eq!(route_of("/blog/sitemap_news.xml"), "/sitemap_news.xml");
+        assert_eq!(route_of("/0123abcd-key.txt"), "/{key}.txt");
         assert_eq!(route_of("/wp-admin/../etc/passwd"), "other");
     }
 }

@@ -23,6 +23,8 @@ pub struct Site {
     /// Whether this site's index also lists the pages of the sites in its
     /// subfolders (see [`Site::holds`]).
     pub include_subfolder_sites: bool,
+    /// The site's IndexNow key, if it pushes changes (see `indexnow`).
+    pub indexnow_key: Option<String>,
 }
 
 impl Site {
@@ -48,6 +50,7 @@ impl Site {
             path_prefix,
             robots_txt,
             include_subfolder_sites: false,
+            indexnow_key: None,
         })
     }
 

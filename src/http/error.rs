@@ -17,6 +17,9 @@ use crate::store;
 pub enum HttpError {
     #[error("not found")]
     NotFound,
+    /// A request whose query names something that cannot be: what and why.
+    #[error("bad request: {0}")]
+    BadRequest(String),
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error(transparent)]
@@ -135,6 +138,9 @@ impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         match self {
             HttpError::NotFound => (StatusCode::NOT_FOUND, "not found\n").into_response(),
+            HttpError::BadRequest(reason) => {
+                (StatusCode::BAD_REQUEST, format!("bad request: {reason}\n")).into_response()
+            }
             HttpError::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 [(header::ALLOW, HeaderValue::from_static("GET, HEAD"))],

@@ -6,6 +6,7 @@
 
 pub(crate) mod api;
 pub(crate) mod bodies;
+mod browse;
 mod caching;
 pub(crate) mod connections;
 mod error;
@@ -62,6 +63,8 @@ pub struct App {
     pub(crate) warm_up_interval: Option<std::time::Duration>,
     /// The clocks and caps of client connections.
     pub connections: connections::Limits,
+    /// Who tells search engines what changed, where configured.
+    pub announcers: crate::announce::Announcers,
 }
 
 impl AppState {
@@ -119,11 +122,13 @@ fn health_routes() -> Router<AppState> {
         .route("/readyz", get(health::ready))
 }
 
-/// The operators' port (`metrics_listen`): `/metrics`, and the health
-/// checks, which answer there however busy the public port is.
+/// The operators' port (`metrics_listen`): `/metrics`, the HTML view with
+/// what is left out of the sitemaps (`/sitemaps.html?site=NAME`), and the
+/// health checks, which answer there however busy the public port is.
 pub fn metrics_router(state: AppState) -> Router {
     health_routes()
         .route("/metrics", get(metrics))
+        .route(crate::metrics::routes::HTML_VIEW, get(operators_view))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
             add_retry_after,
@@ -177,6 +182,34 @@ async fn too_many_connections(State(state): State<AppState>) -> Response {
         "too many connections, retry later\n",
     )
         .into_response()
+}
+
+/// The HTML view for operators: any site's, by name (default: the primary
+/// one), with the rows left out and why.
+async fn operators_view(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<browse::ViewQuery>,
+) -> Result<Response, HttpError> {
+    let site = match query.site() {
+        None => state.sites.primary(),
+        Some(name) => state
+            .sites
+            .all()
+            .iter()
+            .find(|site| site.name == name)
+            .ok_or_else(|| HttpError::BadRequest(format!("site={name:?}: no such site")))?,
+    };
+    let links = browse::Links::Operators { site: &site.name };
+    browse::view(
+        &state,
+        site,
+        query,
+        browse::Audience::Operator,
+        links,
+        &headers,
+    )
+    .await
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {

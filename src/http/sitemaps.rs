@@ -4,13 +4,15 @@
 use std::convert::Infallible;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use time::OffsetDateTime;
 
+use super::api::bearer_token;
 use super::bodies::{HeldChunks, INFLATE_HOLD_BYTES, Inflated};
+use super::browse::{self, Audience, Links, ViewQuery};
 use super::caching::Validators;
 use super::negotiate::negotiate;
 use super::sites::request_host;
@@ -26,9 +28,9 @@ use crate::sitemap::{Encoding, IndexWriter, PageName};
 const XML: HeaderValue = HeaderValue::from_static("application/xml; charset=utf-8");
 const GZIP: HeaderValue = HeaderValue::from_static("application/gzip");
 const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
-const X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
+pub(super) const X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
 /// Keeps sitemap documents themselves out of search results.
-const NOINDEX: HeaderValue = HeaderValue::from_static("noindex");
+pub(super) const NOINDEX: HeaderValue = HeaderValue::from_static("noindex");
 /// `.xml` documents are compressed as the client accepts, so caches must
 /// keep one copy per `Accept-Encoding`.
 const VARY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("accept-encoding");
@@ -50,12 +52,32 @@ pub async fn dispatch(
     if uri.path() == routes::ROBOTS {
         return robots(&state, host.as_deref(), &headers).await;
     }
+    if let Some(key) = state.sites.indexnow_key(host.as_deref(), uri.path()) {
+        return Ok(indexnow_key_file(&state, key, &headers));
+    }
     let routed = state
         .sites
         .route(host.as_deref(), uri.path())
         .ok_or(HttpError::NotFound)?;
     if routed.file == "sitemap.xsl" {
         return Ok(stylesheet(&state, &headers));
+    }
+    if routed.file == browse::FILE {
+        let Query(query) = Query::<ViewQuery>::try_from_uri(&uri)
+            .map_err(|rejection| HttpError::BadRequest(rejection.body_text()))?;
+        let audience = match bearer_token(&headers) {
+            Some(token) if state.api.tokens.admits(token) => Audience::Operator,
+            _ => Audience::Public,
+        };
+        return browse::view(
+            &state,
+            routed.site,
+            query,
+            audience,
+            Links::Public,
+            &headers,
+        )
+        .await;
     }
     if let Some((file, encoding)) = IndexFile::parse(routed.file) {
         return index(&state, routed.site, file, encoding, &headers).await;
@@ -361,6 +383,23 @@ async fn robots(
     let mut response = ([(header::CONTENT_TYPE, TEXT)], body).into_response();
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
+}
+
+/// An IndexNow key file: the key itself, which engines fetch to check that
+/// whoever sends a site's URLs controls the site.
+fn indexnow_key_file(state: &AppState, key: &str, request: &HeaderMap) -> Response {
+    state.metrics.body_bytes(routes::INDEXNOW_KEY, key.len());
+    let validators = Validators::new(u128::from(crc32fast::hash(key.as_bytes())), "key", None);
+    if validators.client_is_current(request) {
+        return validators.not_modified(state.cache_max_age, None);
+    }
+    let mut response = (
+        [(header::CONTENT_TYPE, TEXT), (X_ROBOTS_TAG, NOINDEX)],
+        key.to_owned(),
+    )
+        .into_response();
+    validators.apply(response.headers_mut(), state.cache_max_age);
+    response
 }
 
 /// The robots.txt text: `operator`'s, then the `Sitemap:` lines.

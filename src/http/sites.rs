@@ -71,6 +71,29 @@ impl Sites {
         self.sites.iter().any(|other| other.holds(site))
     }
 
+    /// The IndexNow key whose file a request asks for: `/{key}.txt` at the
+    /// root of a host with a site of that key, or `{key}.txt` under the
+    /// base path of the site of that key.
+    pub fn indexnow_key<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<&'a str> {
+        let file = path.rsplit('/').next()?;
+        let key = file.strip_suffix(".txt")?;
+        let at_root = path.len() == file.len() + 1;
+        if at_root
+            && let Some(site) = self
+                .on_host(host)
+                .into_iter()
+                .find(|site| site.indexnow_key.as_deref() == Some(key))
+        {
+            return site.indexnow_key.as_deref();
+        }
+        let routed = self.route(host, path)?;
+        routed
+            .site
+            .indexnow_key
+            .as_deref()
+            .filter(|own| *own == key && routed.file == file)
+    }
+
     /// The site and file a request is for, if any.
     pub fn route<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<Routed<'a>> {
         let candidates = self.on_host(host);
@@ -157,6 +180,7 @@ mod tests {
                 crate::config::SiteSettings {
                     base_url: (*base_url).into(),
                     include_subfolder_sites: false,
+                    indexnow_key: None,
                     robots_txt: None,
                     robots_file: None,
                 },

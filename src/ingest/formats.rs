@@ -229,24 +229,33 @@ fn read_jsonl(
     ignored: &mut Dropped,
     each: &mut dyn FnMut(Position, Parsed) -> bool,
 ) -> Result<(), ReadError> {
-    let reader = input.open(&options.bytes_read)?;
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|source| ReadError::Io {
-            input: input.name(),
-            source,
-        })?;
-        if line.trim().is_empty() {
+    let mut reader = input.open(&options.bytes_read)?;
+    // One buffer for every line: a million lines, a million allocations less.
+    let mut line = String::with_capacity(512);
+    for i in 0.. {
+        line.clear();
+        let read = reader
+            .read_line(&mut line)
+            .map_err(|source| ReadError::Io {
+                input: input.name(),
+                source,
+            })?;
+        if read == 0 {
+            break;
+        }
+        let text = line.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
             continue;
         }
-        let parsed = match serde_json::from_str::<RawRecord>(&line) {
+        let parsed = match serde_json::from_str::<RawRecord>(text) {
             Err(e) if options.ignore_unknown_fields && is_unknown_field(&e) => {
-                parse_known_fields(&line, ignored)
+                parse_known_fields(text, ignored)
             }
             parsed => parsed,
         }
         .map_err(|e| FieldError {
             field: "record".into(),
-            value: truncated(&line, QUOTE_CHARS),
+            value: truncated(text, QUOTE_CHARS),
             rule: format!(
                 "a JSON object of {} ({e}){}",
                 RECORD_FIELDS.join(", "),
@@ -257,7 +266,7 @@ fn read_jsonl(
                 }
             ),
         });
-        if !each(Position::Line(i as u64 + 1), parsed) {
+        if !each(Position::Line(i + 1), parsed) {
             return Err(ReadError::Stopped);
         }
     }

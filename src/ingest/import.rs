@@ -1,17 +1,20 @@
 //! `sitemapd import`: records from a file into `sitemap_urls`, validated,
 //! all or nothing.
 //!
-//! A reader thread parses and validates, puts the rows, already encoded for
-//! `COPY`, in key order without duplicates ([`super::sort`], spilling to
+//! A reader thread parses, a second one validates and puts the rows, already
+//! encoded for `COPY`, in key order without duplicates ([`super::sort`], spilling to
 //! temporary files past a memory budget), and hands them in batches over a
 //! bounded channel (so memory stays bounded whatever the file's size) to
 //! one transaction that copies them into a staging table and then applies
 //! them in one upsert. The upsert changes a row only where a field differs,
 //! so importing the same file twice changes nothing and moves no lastmod.
+//! A first load, where every record is new, skips the staging table and
+//! copies straight into `sitemap_urls`.
 //! Until the commit nothing is visible, and an import that fails or is
 //! killed leaves the table as it was.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::Arc;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -131,6 +134,13 @@ fn format_of(input: &Input, options: &ImportOptions) -> Result<Format, ImportErr
 }
 
 /// Imports `input` per `options`, calling `progress` as it reads.
+///
+/// A first load (no row yet of any configured site) from a file copies the
+/// sorted rows straight into `sitemap_urls`: every record is new, so the
+/// staging table and the upsert would only copy them twice. Should another
+/// writer add one of the file's URLs meanwhile, that copy fails on the
+/// unique index, rolls back whole, and the file is imported again the
+/// usual way.
 pub async fn import(
     store: &Store,
     sites: &[Site],
@@ -139,6 +149,55 @@ pub async fn import(
     progress: impl Fn(Progress) + Send + Sync + 'static,
 ) -> Result<ImportReport, ImportError> {
     let format = format_of(&input, options)?;
+    let progress: Arc<dyn Fn(Progress) + Send + Sync> = Arc::new(progress);
+    let names: Vec<&str> = sites.iter().map(|site| site.name.as_str()).collect();
+    if matches!(input, Input::File(_)) && store.holds_no_rows_of(&names).await? {
+        let first = import_once(
+            store,
+            sites,
+            &input,
+            options,
+            format,
+            Path::FirstLoad,
+            &progress,
+        );
+        match first.await {
+            Err(ImportError::Store(error)) if error.is_unique_violation() => tracing::info!(
+                "another writer added one of the file's URLs during its first load: importing it again with an upsert"
+            ),
+            done => return done,
+        }
+    }
+    import_once(
+        store,
+        sites,
+        &input,
+        options,
+        format,
+        Path::Upsert,
+        &progress,
+    )
+    .await
+}
+
+/// How an import writes its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// Staged, then upserted: rows may exist already.
+    Upsert,
+    /// Copied straight into `sitemap_urls`: none can.
+    FirstLoad,
+}
+
+async fn import_once(
+    store: &Store,
+    sites: &[Site],
+    input: &Input,
+    options: &ImportOptions,
+    format: Format,
+    path: Path,
+    progress: &Arc<dyn Fn(Progress) + Send + Sync>,
+) -> Result<ImportReport, ImportError> {
     let site = options
         .site
         .clone()
@@ -148,13 +207,15 @@ pub async fn import(
     let reader = {
         let sites = sites.to_vec();
         let (site, section, options) = (site.clone(), section.clone(), options.clone());
+        let (input, progress) = (input.clone(), progress.clone());
         tokio::task::spawn_blocking(move || {
             let reading = Reading {
                 format,
                 input: &input,
                 options: &options,
                 tx: &tx,
-                progress: &progress,
+                progress: progress.as_ref(),
+                path,
             };
             read_and_validate(&sites, &site, &section, &reading)
         })
@@ -163,13 +224,25 @@ pub async fn import(
     let batches = futures_util::stream::unfold(rx, |mut rx| async {
         rx.recv().await.map(|batch| (batch, rx))
     });
-    session.copy(batches).await?;
-    let mut report = reader.await.map_err(|e| ReadError::Io {
+    let copied = match path {
+        Path::Upsert => session.copy(batches).await.map(|()| None),
+        Path::FirstLoad => session.copy_new(batches).await.map(Some),
+    };
+    let read = reader.await.map_err(|e| ReadError::Io {
         input: "the reader thread".into(),
         source: std::io::Error::other(e),
-    })??;
+    })?;
+    // A failed read stops the copy midway: its error says why.
+    let mut report = read?;
+    let copied = copied?;
     let replace = options.replace.then_some((site.as_str(), section.as_str()));
-    report.counts = session.apply(replace).await?;
+    report.counts = match copied {
+        None => session.apply(replace).await?,
+        Some(inserted) => ImportCounts {
+            inserted,
+            ..ImportCounts::default()
+        },
+    };
     let rejected_all = report.invalid > 0 && !options.skip_invalid;
     if options.dry_run || rejected_all {
         session.rollback().await?;
@@ -204,7 +277,8 @@ struct Reading<'a> {
     input: &'a Input,
     options: &'a ImportOptions,
     tx: &'a mpsc::Sender<Vec<u8>>,
-    progress: &'a dyn Fn(Progress),
+    progress: &'a (dyn Fn(Progress) + Send + Sync),
+    path: Path,
 }
 
 fn read_and_validate(
@@ -219,6 +293,7 @@ fn read_and_validate(
         options,
         tx,
         progress,
+        path,
     } = *reading;
     let validator = Validator::new(sites, site, section, OffsetDateTime::now_utc());
     let read_options = ReadOptions {
@@ -237,44 +312,57 @@ fn read_and_validate(
         });
     };
     let mut report = ImportReport::default();
-    let mut sorter = KeySorter::new(KEY_FIELDS, RUN_BYTES);
-    let mut row = Vec::with_capacity(256);
-    let mut spill_error = None;
-    let mut each = |position: Position, parsed: formats::Parsed| {
-        report.read += 1;
-        if report.read.is_multiple_of(PROGRESS_RECORDS) {
-            report_progress(report.read);
-        }
-        match validator.validate_parsed(parsed) {
-            Ok(record) => {
-                row.clear();
-                encode_copy_row(&mut row, report.read, &record);
-                if let Err(e) = sorter.push(&row) {
-                    spill_error = Some(e);
-                    return false;
-                }
+    // Parsing on this thread, validating and sorting on a second one: the
+    // database waits for the sorted rows, and both halves cost alike.
+    let (parsed_tx, parsed_rx) = std::sync::mpsc::sync_channel::<
+        Vec<(u64, Position, formats::Parsed)>,
+    >(PARSED_BATCHES_IN_FLIGHT);
+    let (unread, checked) = std::thread::scope(|scope| {
+        let checking = scope.spawn(|| check_and_sort(&validator, options, parsed_rx));
+        let mut pending = Vec::with_capacity(PARSED_BATCH);
+        let mut each = |position: Position, parsed: formats::Parsed| {
+            report.read += 1;
+            if report.read.is_multiple_of(PROGRESS_RECORDS) {
+                report_progress(report.read);
             }
-            Err(errors) => {
-                report.invalid += 1;
-                if report.rejected.len() < options.max_reported {
-                    report.rejected.push(Rejected { position, errors });
-                }
-            }
-        }
-        true
-    };
-    let unread = formats::read(format, input, &read_options, &mut each)?;
+            pending.push((report.read, position, parsed));
+            pending.len() < PARSED_BATCH
+                || parsed_tx
+                    .send(std::mem::replace(
+                        &mut pending,
+                        Vec::with_capacity(PARSED_BATCH),
+                    ))
+                    .is_ok()
+        };
+        let unread = formats::read(format, input, &read_options, &mut each);
+        // A checker that stopped (its sort failed) says why when joined.
+        let _ = parsed_tx.send(pending);
+        drop(parsed_tx);
+        let checked = checking.join().map_err(|_| ReadError::Io {
+            input: "the validating thread".into(),
+            source: std::io::Error::other("it panicked"),
+        });
+        (unread, checked)
+    });
+    let Checked {
+        sorter,
+        invalid,
+        rejected,
+    } = checked??;
+    let unread = unread?;
+    report.invalid = invalid;
+    report.rejected = rejected;
     report.dropped = unread.dropped;
     report.ignored = unread.ignored;
-    if let Some(e) = spill_error {
-        return Err(sort_failed(e));
-    }
     report_progress(report.read);
     let mut batch = Vec::with_capacity(BATCH_ROWS * 128);
     let mut rows = 0;
     let sent = sorter
         .finish(|row| {
-            batch.extend_from_slice(row);
+            match path {
+                Path::Upsert => batch.extend_from_slice(row),
+                Path::FirstLoad => without_order(&mut batch, row),
+            }
             rows += 1;
             if rows < BATCH_ROWS {
                 return true;
@@ -290,12 +378,76 @@ fn read_and_validate(
     Ok(report)
 }
 
+/// Parsed records handed from the reading thread to the checking one at once.
+const PARSED_BATCH: usize = 1024;
+/// Such batches waiting at most.
+const PARSED_BATCHES_IN_FLIGHT: usize = 8;
+
+/// What the checking thread made of the records: the valid ones, sorted,
+/// and the rejections.
+struct Checked {
+    sorter: KeySorter,
+    invalid: u64,
+    rejected: Vec<Rejected>,
+}
+
+/// Validates each parsed record (numbered in arrival order), encodes the
+/// valid ones for `COPY` and puts them in the sorter.
+fn check_and_sort(
+    validator: &Validator<'_>,
+    options: &ImportOptions,
+    parsed: std::sync::mpsc::Receiver<Vec<(u64, Position, formats::Parsed)>>,
+) -> Result<Checked, ImportError> {
+    let mut checked = Checked {
+        sorter: KeySorter::new(KEY_FIELDS, RUN_BYTES),
+        invalid: 0,
+        rejected: Vec::new(),
+    };
+    let mut row = Vec::with_capacity(256);
+    for batch in parsed {
+        for (number, position, record) in batch {
+            match validator.validate_parsed(record) {
+                Ok(record) => {
+                    row.clear();
+                    encode_copy_row(&mut row, number, &record);
+                    checked.sorter.push(&row).map_err(sort_failed)?;
+                }
+                Err(errors) => {
+                    checked.invalid += 1;
+                    if checked.rejected.len() < options.max_reported {
+                        checked.rejected.push(Rejected { position, errors });
+                    }
+                }
+            }
+        }
+    }
+    Ok(checked)
+}
+
 fn sort_failed(source: std::io::Error) -> ImportError {
     ReadError::Io {
         input: "the sort's temporary files".into(),
         source,
     }
     .into()
+}
+
+/// `row` without its third field, the record's number: a row of
+/// `sitemap_urls`' columns as [`crate::store::ImportSession::copy_new`]
+/// takes them.
+fn without_order(out: &mut Vec<u8>, row: &[u8]) {
+    let mut tabs = row
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\t')
+        .map(|(i, _)| i);
+    match (tabs.nth(1), tabs.next()) {
+        (Some(second), Some(third)) => {
+            out.extend_from_slice(&row[..second]);
+            out.extend_from_slice(&row[third..]);
+        }
+        _ => out.extend_from_slice(row),
+    }
 }
 
 /// Leading fields of a staging row that make its key: site and loc.
@@ -307,48 +459,64 @@ const KEY_FIELDS: usize = 2;
 /// The key comes first and the record's number, zero-padded, next, so the
 /// row's bytes sort by key and then by arrival.
 fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
-    let mut line = String::with_capacity(record.loc.len() + 80);
-    line.push_str(&record.site);
-    line.push('\t');
-    line.push_str(&record.loc.replace('\\', "\\\\"));
-    let _ = write!(line, "\t{order:020}\t{}\t", record.section);
-    match record.lastmod.and_then(|t| t.format(&Rfc3339).ok()) {
-        Some(lastmod) => line.push_str(&lastmod),
-        None => line.push_str("\\N"),
+    const NULL: &[u8] = b"\\N";
+    out.extend_from_slice(record.site.as_bytes());
+    out.push(b'\t');
+    push_escaped(out, &record.loc);
+    out.push(b'\t');
+    let mut digits = [b'0'; 20];
+    let mut rest = order;
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (rest % 10) as u8;
+        rest /= 10;
     }
-    line.push('\t');
-    line.push_str(record.changefreq.unwrap_or("\\N"));
-    line.push('\t');
+    out.extend_from_slice(&digits);
+    out.push(b'\t');
+    out.extend_from_slice(record.section.as_bytes());
+    out.push(b'\t');
+    let before = out.len();
+    let lastmod = record.lastmod.map(|t| t.format_into(&mut *out, &Rfc3339));
+    if !matches!(lastmod, Some(Ok(_))) {
+        out.truncate(before);
+        out.extend_from_slice(NULL);
+    }
+    out.push(b'\t');
+    out.extend_from_slice(record.changefreq.map_or(NULL, str::as_bytes));
+    out.push(b'\t');
     match record.priority {
         Some(priority) => {
-            let _ = write!(line, "{priority}");
+            let _ = write!(out, "{priority}");
         }
-        None => line.push_str("\\N"),
+        None => out.extend_from_slice(NULL),
     }
     for json in [
         record.images.as_ref().map(serde_json::to_string),
         record.videos.as_ref().map(serde_json::to_string),
         record.news.as_ref().map(serde_json::to_string),
     ] {
-        line.push('\t');
+        out.push(b'\t');
         match json {
             // Compact JSON holds no raw tab or newline; its escapes' backslashes double.
-            Some(Ok(json)) => line.push_str(&json.replace('\\', "\\\\")),
-            _ => line.push_str("\\N"),
+            Some(Ok(json)) => push_escaped(out, &json),
+            _ => out.extend_from_slice(NULL),
         }
     }
     match &record.membership {
         Some(membership) => {
             // Validated hreflang values are letters and hyphens.
-            let _ = write!(
-                line,
-                "\t{{{}}}\t{}",
-                membership.hreflang.join(","),
-                membership.cluster.replace('\\', "\\\\")
-            );
+            let _ = write!(out, "\t{{{}}}\t", membership.hreflang.join(","));
+            push_escaped(out, &membership.cluster);
         }
-        None => line.push_str("\t\\N\t\\N"),
+        None => out.extend_from_slice(b"\t\\N\t\\N"),
     }
-    line.push('\n');
-    out.extend_from_slice(line.as_bytes());
+    out.push(b'\n');
+}
+
+/// `text` as a `COPY` text field: its backslashes doubled.
+fn push_escaped(out: &mut Vec<u8>, text: &str) {
+    if text.contains('\\') {
+        out.extend_from_slice(text.replace('\\', "\\\\").as_bytes());
+    } else {
+        out.extend_from_slice(text.as_bytes());
+    }
 }

@@ -243,7 +243,7 @@ impl<'a> Validator<'a> {
 
 /// The normalised loc, or the rule it breaks (outside any site's scope
 /// when `site` is `None`).
-pub(super) fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
+pub(crate) fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
     if let Some((i, c)) = loc
         .char_indices()
         .find(|(_, c)| c.is_whitespace() || c.is_control())
@@ -323,7 +323,12 @@ pub fn parse_w3c_datetime(value: &str) -> Option<OffsetDateTime> {
             {
                 return None;
             }
-            let nanos = format!("{fraction:0<9}").get(..9)?.parse().ok()?;
+            // Digits past the ninth are below a nanosecond: dropped.
+            let digits = &fraction.as_bytes()[..fraction.len().min(9)];
+            let nanos = digits
+                .iter()
+                .fold(0_u32, |n, digit| n * 10 + u32::from(digit - b'0'))
+                * 10_u32.pow(9 - digits.len() as u32);
             (second, nanos)
         }
     };
@@ -423,6 +428,7 @@ mod tests {
             crate::config::SiteSettings {
                 base_url: "https://blog.example.org/".into(),
                 include_subfolder_sites: false,
+                indexnow_key: None,
                 robots_txt: None,
                 robots_file: None,
             },
@@ -537,6 +543,15 @@ mod tests {
                 datetime!(2026-03-04 06:36:07.25 UTC),
             ),
             ("2026-11-21T12:04:59Z", datetime!(2026-11-21 12:04:59 UTC)),
+            (
+                "2026-03-04T05:06:07.123456789Z",
+                datetime!(2026-03-04 05:06:07.123456789 UTC),
+            ),
+            // Past nanoseconds, digits are dropped, not rounded.
+            (
+                "2026-03-04T05:06:07.0000000019Z",
+                datetime!(2026-03-04 05:06:07.000000001 UTC),
+            ),
         ] {
             assert_eq!(at(given).expect(given).lastmod, Some(parsed), "{given}");
         }

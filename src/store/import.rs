@@ -31,6 +31,17 @@ pub struct ImportSession {
 }
 
 impl Store {
+    /// Whether `sitemap_urls` has no row of any of `sites`: an import into
+    /// them can only add rows.
+    pub async fn holds_no_rows_of(&self, sites: &[&str]) -> Result<bool, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT NOT EXISTS (SELECT 1 FROM sitemap_urls WHERE site = ANY($1))",
+        )
+        .bind(sites)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// Starts an import: a transaction holding an empty staging table.
     pub async fn begin_import(&self) -> Result<ImportSession, Error> {
         let mut session = ImportSession {
@@ -84,6 +95,25 @@ impl ImportSession {
         }
         self.staged += copy.finish().await?;
         Ok(())
+    }
+
+    /// Copies rows of a first load (the staging columns without `ord`)
+    /// straight into `sitemap_urls`, in one `COPY`; returns how many. A row
+    /// whose key exists fails it, and the transaction with it (see
+    /// [`Error::is_unique_violation`]).
+    pub async fn copy_new(&mut self, batches: impl Stream<Item = Vec<u8>>) -> Result<u64, Error> {
+        let mut copy = self
+            .tx
+            .copy_in_raw(
+                "COPY sitemap_urls (site, loc, section, lastmod, changefreq, priority,
+                                    images, videos, news, hreflang, hreflang_cluster) FROM STDIN",
+            )
+            .await?;
+        let mut batches = std::pin::pin!(batches);
+        while let Some(rows) = batches.next().await {
+            copy.send(rows).await?;
+        }
+        Ok(copy.finish().await?)
     }
 
     /// Applies the staged rows: rows that exist are updated where a field

@@ -20,12 +20,16 @@ use crate::config::Settings;
 use crate::site::Site;
 use crate::sitemap::name::NEWS_SECTION;
 
+mod browse;
 mod fold;
 mod import;
+mod push;
 mod records;
 
+pub use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub use fold::{Retention, Turn};
 pub use import::{ImportCounts, ImportSession};
+pub use push::{Backlog, ChangeBatch, Claim, SubmissionClaim};
 pub use records::{ClusterStats, PageStats, SectionStats, SiteStats, StoredRecord};
 
 /// A database failure. Before a response's first byte it becomes a `503`.
@@ -52,6 +56,13 @@ impl Error {
             self,
             Error::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut)
         )
+    }
+}
+
+impl Error {
+    /// Whether a write met a row whose key exists.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, Error::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
     }
 }
 
@@ -232,6 +243,22 @@ impl Store {
     /// Sends the sitemaps' reads to `read` (a replica) from now on.
     pub fn with_read_pool(self, read: PgPool) -> Store {
         Store { read, ..self }
+    }
+
+    /// The same database through a pool of its own, of `connections` at
+    /// most, for background work that holds a connection while it waits on
+    /// something else (a search engine's answer): serving and writes never
+    /// wait for it.
+    pub fn with_own_pool(&self, connections: u32) -> Store {
+        let options = (*self.pool.connect_options()).clone();
+        let pool = PgPoolOptions::new()
+            .max_connections(connections)
+            .connect_lazy_with(options);
+        Store {
+            read: pool.clone(),
+            pool,
+            ..self.clone()
+        }
     }
 
     pub fn pool(&self) -> &PgPool {

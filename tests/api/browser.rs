@@ -175,3 +175,88 @@ async fn a_browser_shows_each_urls_extensions_and_the_news_articles(pool: PgPool
         assert!(news.contains(text), "missing {text} in {news}");
     }
 }
+
+#[sqlx::test]
+async fn a_browser_shows_the_html_view_without_xslt(pool: PgPool) {
+    let app = crate::write_api::spawn_api(pool, |s| {
+        s.max_urls = 1_500;
+        s.metrics_listen = Some("127.0.0.1:0".parse().expect("address"));
+    })
+    .await;
+    sqlx::query(
+        "INSERT INTO sitemap_urls (section, loc, lastmod, changefreq, priority, images)
+         SELECT CASE WHEN i % 4 = 0 THEN 'blog' ELSE '' END,
+                $1 || 'item/' || i || '?color=red&size=' || (i % 7),
+                timestamptz '2026-03-04 05:06:07+00' + i * interval '1 minute',
+                (ARRAY['daily', 'weekly', NULL])[i % 3 + 1], (i % 10) / 10.0,
+                CASE WHEN i % 5 = 0 THEN '[{\"loc\": \"https://cdn.example.com/a.jpg\"}]'::jsonb END
+         FROM generate_series(1, 2400) i",
+    )
+    .bind(BASE_URL)
+    .execute(&app.pool)
+    .await
+    .expect("seed");
+    sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ('https://elsewhere.example.org/stray')")
+        .execute(&app.pool)
+        .await
+        .expect("a row left out");
+    app.fold().await;
+    let operators = format!(
+        "http://{}/sitemaps.html",
+        app.metrics_addr.expect("metrics listener")
+    );
+
+    let views = [
+        (
+            "html-view-overview.png",
+            app.url("/sitemaps.html"),
+            vec![
+                "2,400 URLs in 3 sitemaps",
+                "sitemap-blog-1",
+                "1,500",
+                "Which sitemap holds this URL?",
+            ],
+        ),
+        (
+            "html-view-page.png",
+            app.url("/sitemaps.html?page=sitemap-1&screen=2"),
+            vec![
+                "URLs 1,001–1,500 of 1,500",
+                "screen 2 of 2",
+                "color=red&amp;size=",
+                "weekly",
+            ],
+        ),
+        (
+            "html-view-finder.png",
+            app.url("/sitemaps.html?loc=%2Fitem%2F4%3Fcolor%3Dred%26size%3D4"),
+            vec!["is URL 1 of", "sitemap-blog-1.xml.gz"],
+        ),
+        (
+            "html-view-operators.png",
+            operators,
+            vec![
+                "loc outside the site's base URL",
+                "https://elsewhere.example.org/stray",
+            ],
+        ),
+    ];
+    for (screenshot, url, texts) in views {
+        let dom = chromium(vec!["--dump-dom".into()], url.clone()).await;
+        assert!(dom.contains("<h1>"), "{url}: {dom}");
+        for text in texts {
+            assert!(dom.contains(text), "{url}: missing {text} in {dom}");
+        }
+        let file = screenshot_path(screenshot);
+        let _ = std::fs::remove_file(&file);
+        chromium(vec![format!("--screenshot={}", file.display())], url).await;
+        let png = std::fs::read(&file).expect("screenshot written");
+        assert!(png.starts_with(b"\x89PNG"), "{screenshot} is a PNG");
+    }
+
+    let index = chromium(vec!["--dump-dom".into()], app.url("/sitemap_index.xml")).await;
+    assert!(
+        index.contains(r#"<a href="sitemaps.html">HTML view</a>"#),
+        "the XSL view links to the HTML one: {index}"
+    );
+}

@@ -195,7 +195,7 @@ async fn run_behind_a_lock(app: &TestApp, command: Command) -> Output {
         .await
         .expect("lock");
     let running = tokio::spawn(output(command));
-    until_a_statement_waits_on_a_lock(&app.pool).await;
+    until_a_statement_waits_on_a_lock(&app.pool, "sitemap_urls").await;
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     holder.rollback().await.expect("release");
     running.await.expect("ran")

@@ -8,19 +8,12 @@ use std::time::Duration;
 use sitemapd::store::Turn;
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, TestApp};
+use crate::helpers::{BASE_URL, TestApp, exec};
 
 /// How long any one statement may take before the test calls it blocked:
 /// far above what an unblocked write here takes, far below the long
 /// transaction's 10 s.
 const UNBLOCKED: Duration = Duration::from_secs(5);
-
-async fn exec(pool: &PgPool, sql: &str) {
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-        .execute(pool)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
 
 #[sqlx::test]
 async fn a_long_transaction_makes_no_other_writer_wait(pool: PgPool) {

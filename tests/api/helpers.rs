@@ -94,7 +94,7 @@ impl TestApp {
             state,
             settings,
             clock,
-            client: reqwest::Client::new(),
+            client: client(),
             shutdown: Some(shutdown),
             server: Some(server),
         }
@@ -330,16 +330,39 @@ impl TestApp {
     }
 }
 
-/// Waits until a statement on this test's database is waiting for a lock
-/// (polling every 20 ms, for 10 s at most): the moment a blocked request or
-/// import has reached the database.
-pub async fn until_a_statement_waits_on_a_lock(pool: &PgPool) {
+/// A plain HTTP client. The build's reqwest has rustls without a default
+/// crypto provider (the service brings its own), so tests install one.
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+/// Runs `sql` (statements built by the test itself) on `pool`.
+pub async fn exec(pool: &PgPool, sql: &str) {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(pool)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Part of the statement that reads a page's rows, for
+/// [`until_a_statement_waits_on_a_lock`].
+pub const PAGE_READ: &str = "FROM sitemap_placements p JOIN sitemap_urls u";
+
+/// Waits until a statement on this test's database whose text contains
+/// `statement` is waiting for a lock (polling every 20 ms, for 10 s at
+/// most): the moment a blocked request or import has reached the database.
+/// Naming the statement keeps the service's own background work (a fold
+/// meeting the same lock) from passing for it.
+pub async fn until_a_statement_waits_on_a_lock(pool: &PgPool, statement: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-             WHERE NOT l.granted AND a.datname = current_database()",
+             WHERE NOT l.granted AND a.datname = current_database()
+               AND strpos(a.query, $1) > 0",
         )
+        .bind(statement)
         .fetch_one(pool)
         .await
         .expect("locks");
@@ -348,7 +371,7 @@ pub async fn until_a_statement_waits_on_a_lock(pool: &PgPool) {
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "no statement waited on a lock within 10 s"
+            "no statement with {statement:?} waited on a lock within 10 s"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

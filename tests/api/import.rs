@@ -11,7 +11,7 @@ use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
 use sqlx::PgPool;
 use tempfile::TempDir;
 
-use crate::helpers::{BASE_URL, TestApp, binary, until_a_statement_waits_on_a_lock};
+use crate::helpers::{BASE_URL, TestApp, binary, exec, until_a_statement_waits_on_a_lock};
 
 pub fn options(format: Format) -> ImportOptions {
     ImportOptions {
@@ -331,7 +331,7 @@ async fn a_loc_written_elsewhere_meanwhile_is_updated_not_duplicated(pool: PgPoo
                 .expect("import runs")
         })
     };
-    until_a_statement_waits_on_a_lock(&app.pool).await;
+    until_a_statement_waits_on_a_lock(&app.pool, "sitemap_urls").await;
     other.commit().await.expect("commit");
     let report = importing.await.expect("joined");
     app.fold().await;
@@ -418,7 +418,7 @@ async fn an_import_killed_half_way_leaves_the_table_as_it_was(pool: PgPool) {
     let mut stdin = child.stdin.take().expect("stdin");
     let lines = jsonl(&(0..50_000).map(|i| format!("half/{i}")).collect::<Vec<_>>());
     tokio::task::spawn_blocking(move || stdin.write_all(lines.as_bytes()).expect("feed"));
-    until_a_statement_waits_on_a_lock(&app.pool).await;
+    until_a_statement_waits_on_a_lock(&app.pool, "sitemap_urls").await;
     child.kill().expect("kill");
     let _ = child.wait();
     holder.rollback().await.expect("release");
@@ -566,16 +566,23 @@ fn sitemap_with_extensions(published: &str) -> String {
     )
 }
 
-#[sqlx::test]
-async fn a_sitemap_keeps_its_extensions_and_drops_what_google_deprecated(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let dir = TempDir::new().expect("dir");
+/// [`sitemap_with_extensions`] written as `name`, its article published an
+/// hour ago (returned as written), inside the news window.
+fn sitemap_published_an_hour_ago(dir: &TempDir, name: &str) -> (String, std::path::PathBuf) {
     let published = (time::OffsetDateTime::now_utc() - time::Duration::hours(1))
         .replace_nanosecond(0)
         .expect("whole seconds")
         .format(&time::format_description::well_known::Rfc3339)
         .expect("formats");
-    let file = write(&dir, "old.xml", &sitemap_with_extensions(&published));
+    let file = write(dir, name, &sitemap_with_extensions(&published));
+    (published, file)
+}
+
+#[sqlx::test]
+async fn a_sitemap_keeps_its_extensions_and_drops_what_google_deprecated(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let (published, file) = sitemap_published_an_hour_ago(&dir, "old.xml");
     let report = run(&app, &file, &options(Format::Sitemap)).await;
     assert_eq!((report.read, report.invalid), (2, 0), "{report:?}");
     let dropped: Vec<(&str, u64)> = report
@@ -705,4 +712,53 @@ async fn a_bad_extension_value_in_a_sitemap_is_rejected_by_position_and_field(po
         ["videos[0].duration", "videos[0].family_friendly"],
         "{rejected:?}"
     );
+}
+
+/// Every column of the served site's rows, as text, by loc.
+async fn rows_as_text(app: &TestApp) -> Vec<Vec<Option<String>>> {
+    sqlx::query_scalar::<_, Vec<Option<String>>>(
+        "SELECT ARRAY[site, section, loc, lastmod::text, changefreq, priority::text, images::text,
+                      videos::text, news::text, hreflang::text, hreflang_cluster]
+         FROM sitemap_urls WHERE loc <> $1 ORDER BY loc",
+    )
+    .bind(format!("{BASE_URL}other"))
+    .fetch_all(&app.pool)
+    .await
+    .expect("rows")
+}
+
+#[sqlx::test]
+async fn a_first_load_writes_the_rows_an_upsert_would(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let dir = TempDir::new().expect("dir");
+    let (_, sitemap) = sitemap_published_an_hour_ago(&dir, "ext.xml");
+    let lines = format!(
+        "{{\"loc\": \"{BASE_URL}a\", \"lastmod\": \"2026-03-04T05:06:07+02:00\", \"priority\": 0.7, \
+           \"changefreq\": \"daily\", \"section\": \"news\"}}\n\
+         {{\"loc\": \"{BASE_URL}b?q=1&r=%C3%A9\"}}\n{{\"loc\": \"{BASE_URL}a\", \"priority\": 0.2}}\n"
+    );
+    let lines = write(&dir, "plain.jsonl", &lines);
+    for (file, format) in [(sitemap, Format::Sitemap), (lines, Format::Jsonl)] {
+        // The table holds no row: the file goes straight into sitemap_urls.
+        exec(&app.pool, "DELETE FROM sitemap_urls").await;
+        let loaded = run(&app, &file, &options(format)).await;
+        assert_eq!(
+            (loaded.counts.inserted, loaded.invalid),
+            (2, 0),
+            "{loaded:?}"
+        );
+        let first_load = rows_as_text(&app).await;
+        assert_eq!(first_load.len(), 2);
+
+        // With a row present, it is staged and upserted: the same rows.
+        exec(&app.pool, "DELETE FROM sitemap_urls").await;
+        exec(
+            &app.pool,
+            &format!("INSERT INTO sitemap_urls (loc) VALUES ('{BASE_URL}other')"),
+        )
+        .await;
+        let upserted = run(&app, &file, &options(format)).await;
+        assert_eq!(upserted.counts, loaded.counts);
+        assert_eq!(rows_as_text(&app).await, first_load);
+    }
 }

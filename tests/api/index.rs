@@ -26,7 +26,7 @@ async fn one_row_gives_one_page_holding_it(pool: PgPool) {
 async fn index_urls_come_from_configuration_never_from_the_request(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     app.insert_urls("", "p", 1).await;
-    let response = reqwest::Client::new()
+    let response = crate::helpers::client()
         .get(app.url("/sitemap_index.xml"))
         .header("host", "evil.example")
         .header("x-forwarded-host", "evil.example")

@@ -3,7 +3,7 @@
 use futures_util::StreamExt;
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, TestApp, header, until_a_statement_waits_on_a_lock};
+use crate::helpers::{BASE_URL, PAGE_READ, TestApp, header, until_a_statement_waits_on_a_lock};
 
 async fn metrics_text(response: reqwest::Response) -> String {
     assert_eq!(response.status(), 200);
@@ -120,7 +120,7 @@ async fn an_unfinished_response_cannot_hold_shutdown_past_the_grace_period(pool:
         .await
         .expect("lock");
     let in_flight = tokio::spawn(reqwest::get(app.url("/sitemap-1.xml.gz")));
-    until_a_statement_waits_on_a_lock(&app.pool).await;
+    until_a_statement_waits_on_a_lock(&app.pool, PAGE_READ).await;
 
     let started = std::time::Instant::now();
     let stopped = app.begin_shutdown();

@@ -83,7 +83,7 @@ impl Nginx {
         let path = public_url
             .strip_prefix(&format!("http://{PUBLIC_HOST}"))
             .unwrap_or_else(|| panic!("{public_url} is not on the public host"));
-        let mut request = reqwest::Client::new()
+        let mut request = crate::helpers::client()
             .get(format!("http://127.0.0.1:{}{path}", self.port))
             .header("host", PUBLIC_HOST);
         for (name, value) in headers {

@@ -11,7 +11,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
 use crate::helpers::{
-    BASE_URL, TestApp, database_url, gunzip, header, until_a_statement_waits_on_a_lock,
+    BASE_URL, PAGE_READ, TestApp, database_url, gunzip, header, until_a_statement_waits_on_a_lock,
 };
 
 /// A counter or gauge from `/metrics` (0 when not yet there).
@@ -106,7 +106,7 @@ async fn past_the_build_limit_cold_pages_are_shed_and_cached_ones_still_served(p
         let url = app.url("/sitemap-1.xml.gz");
         async move { reqwest::get(url).await.expect("request").status() }
     });
-    until_a_statement_waits_on_a_lock(&app.pool).await;
+    until_a_statement_waits_on_a_lock(&app.pool, PAGE_READ).await;
 
     let shed = app.get("/sitemap-2.xml.gz").await;
     assert_eq!(shed.status(), 503);

@@ -15,6 +15,7 @@ fn site_at(base_url: &str) -> SiteSettings {
     SiteSettings {
         base_url: base_url.into(),
         include_subfolder_sites: false,
+        indexnow_key: None,
         robots_txt: None,
         robots_file: None,
     }
@@ -211,7 +212,7 @@ async fn robots_txt_appends_every_sitemap_of_the_host(pool: PgPool) {
 #[sqlx::test]
 async fn only_get_and_head_are_answered(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let response = reqwest::Client::new()
+    let response = crate::helpers::client()
         .post(app.url("/sitemap_index.xml"))
         .send()
         .await

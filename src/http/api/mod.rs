@@ -83,19 +83,23 @@ async fn unknown_operation() -> HttpError {
     .into()
 }
 
+/// The token of an `Authorization: Bearer <token>` header, if the request
+/// has one.
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+}
+
 async fn require_token(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Result<Response, HttpError> {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
-    match presented {
+    match bearer_token(request.headers()) {
         Some(token) if state.api.tokens.admits(token) => Ok(next.run(request).await),
         _ => Err(HttpError::Unauthorized),
     }

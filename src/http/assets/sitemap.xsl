@@ -49,7 +49,7 @@
 
   <xsl:template match="s:sitemapindex">
     <h1>Sitemap index</h1>
-    <p class="summary"><xsl:value-of select="count(s:sitemap)"/> sitemaps</p>
+    <p class="summary"><xsl:value-of select="count(s:sitemap)"/> sitemaps · <a href="sitemaps.html">HTML view</a> (URL counts, sizes, a finder; no XSLT needed)</p>
     <table>
       <thead><tr><th>#</th><th>Sitemap</th><th>Last modified</th></tr></thead>
       <tbody>
@@ -59,7 +59,7 @@
           <tr>
             <td class="n"><xsl:value-of select="position()"/></td>
             <td class="url"><a href="{$xml}"><xsl:value-of select="s:loc"/></a></td>
-            <td><xsl:call-template name="datetime"><xsl:with-param name="value" select="s:lastmod"/></xsl:call-template></td>
+            <td class="date"><xsl:call-template name="datetime"><xsl:with-param name="value" select="s:lastmod"/></xsl:call-template></td>
           </tr>
         </xsl:for-each>
       </tbody>
@@ -85,7 +85,7 @@
     <p class="summary">
       <xsl:value-of select="concat(count(s:url), ' URLs · ', count(s:url/image:image), ' images · ',
                                    count(s:url/video:video), ' videos · ', count(s:url/xhtml:link), ' alternates · ')"/>
-      <a href="sitemap_index.xml">sitemap index</a>
+      <a href="sitemap_index.xml">sitemap index</a> · <a href="sitemaps.html">HTML view</a>
     </p>
     <table>
       <thead><tr><th>#</th><th>URL</th><th>Last modified</th><th>Change frequency</th><th>Priority</th><th class="count">Images</th><th class="count">Videos</th><th class="count">Alternates</th></tr></thead>
@@ -109,7 +109,7 @@
   <!-- A news sitemap: the articles of the last 48 hours, newest first. -->
   <xsl:template name="news">
     <h1>News sitemap</h1>
-    <p class="summary"><xsl:value-of select="count(s:url)"/> articles · <a href="sitemap_index.xml">sitemap index</a></p>
+    <p class="summary"><xsl:value-of select="count(s:url)"/> articles · <a href="sitemap_index.xml">sitemap index</a> · <a href="sitemaps.html">HTML view</a></p>
     <table>
       <thead><tr><th>#</th><th>URL</th><th>Title</th><th>Publication</th><th>Language</th><th>Published</th></tr></thead>
       <tbody>

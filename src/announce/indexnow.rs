@@ -1,0 +1,435 @@
+//! IndexNow: every URL added, changed or removed, POSTed from the change
+//! feed in commit order to the engines that share IndexNow.
+//!
+//! Each site with a key has a cursor in the feed. Its first change waits
+//! `indexnow_batch_delay_ms` for more to join it (10,000 waiting go at
+//! once), then the backlog goes out in POSTs of at most 10,000 URLs, one
+//! host each. 200 and 202 move the cursor on. 429, 5xx and no answer retry
+//! the same batch after `Retry-After`, or after a doubling wait. Any other
+//! answer is logged with its body and counted, and the batch is dropped:
+//! sending it again would get the same answer.
+//!
+//! The cursor moves in the transaction that holds the site's turn, right
+//! after the answer, so a restart resumes after the last batch accepted.
+//! Only a crash between an accepted answer and that commit can send a batch
+//! twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use serde::Serialize;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+use crate::metrics::Metrics;
+use crate::site::Site;
+use crate::store::{self, ChangeBatch, Store};
+
+/// The protocol's limit of URLs in one POST.
+pub const MAX_URLS_PER_POST: usize = 10_000;
+
+/// The first wait after an unanswered or throttled POST; each further one
+/// doubles, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// How often the whole backlog is counted for the metrics; in between, only
+/// up to a batch's worth, which is all that sending needs.
+const FULL_COUNT_EVERY: Duration = Duration::from_secs(15);
+
+/// How often the backlog is looked at, at most and at least.
+const POLL_MIN: Duration = Duration::from_millis(50);
+const POLL_MAX: Duration = Duration::from_secs(1);
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
+
+/// A site that pushes its changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub site: String,
+    /// The base URL's `host[:port]`: every URL of the site is on it.
+    pub host: String,
+    pub key: String,
+    /// Where the key file is, when it is not at the host's root. IndexNow
+    /// then takes only URLs under that file's folder.
+    pub key_location: Option<String>,
+    /// Where the engine fetches the key file to check it.
+    pub key_file: String,
+}
+
+impl Target {
+    /// `site`'s push, if it has a key. Its key file is at the host's root
+    /// when sitemapd answers there: the site's base URL is the root, or
+    /// another configured site's is and the proxy passes paths through.
+    pub fn of(site: &Site, sites: &[Site], proxy_strips_prefix: bool) -> Option<Target> {
+        let key = site.indexnow_key.clone()?;
+        let root_answered = site.path_prefix == "/"
+            || (!proxy_strips_prefix
+                && sites
+                    .iter()
+                    .any(|other| other.origin == site.origin && other.path_prefix == "/"));
+        let key_location = (!root_answered).then(|| format!("{}{key}.txt", site.base_url));
+        Some(Target {
+            site: site.name.clone(),
+            host: site
+                .origin
+                .split_once("://")
+                .map_or(site.host.as_str(), |(_, authority)| authority)
+                .to_owned(),
+            key_file: key_location
+                .clone()
+                .unwrap_or_else(|| format!("{}/{key}.txt", site.origin)),
+            key_location,
+            key,
+        })
+    }
+}
+
+/// The body of one POST, as the protocol names its fields.
+#[derive(Debug, Serialize)]
+pub struct Submission<'a> {
+    pub host: &'a str,
+    pub key: &'a str,
+    #[serde(rename = "keyLocation", skip_serializing_if = "Option::is_none")]
+    pub key_location: Option<&'a str>,
+    #[serde(rename = "urlList")]
+    pub url_list: &'a [String],
+}
+
+impl<'a> Submission<'a> {
+    pub fn of(target: &'a Target, urls: &'a [String]) -> Submission<'a> {
+        Submission {
+            host: &target.host,
+            key: &target.key,
+            key_location: target.key_location.as_deref(),
+            url_list: urls,
+        }
+    }
+}
+
+/// The pusher: every site with a key, one endpoint.
+#[derive(Debug, Clone)]
+pub struct Pusher {
+    pub store: Store,
+    pub client: reqwest::Client,
+    pub endpoint: String,
+    pub batch_delay: Duration,
+    pub targets: Vec<Target>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Where one site's push stands between two looks at its backlog.
+#[derive(Debug, Default)]
+struct Progress {
+    /// When this replica first saw the changes now waiting.
+    waiting_since: Option<Instant>,
+    /// A batch to send again, and not before when.
+    retry: Option<Retry>,
+    /// Tries of that batch so far.
+    failures: u32,
+    /// When the whole backlog was last counted.
+    counted_at: Option<Instant>,
+}
+
+impl Progress {
+    /// A batch went for good: no retry pending, the backlog to count anew.
+    fn settled(&mut self) {
+        self.retry = None;
+        self.failures = 0;
+        self.counted_at = None;
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Retry {
+    through: i64,
+    at: Instant,
+}
+
+/// What became of one try to send a site's next batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Nothing was waiting.
+    Nothing,
+    /// Another replica has the turn.
+    Busy,
+    /// The endpoint took the batch (`accepted` URLs), or refused it for
+    /// good (none); `full` when it held as many changes as a batch may, so
+    /// more may be waiting.
+    Done { full: bool, accepted: usize },
+    /// The batch waits to be sent again.
+    Deferred,
+}
+
+impl Pusher {
+    /// Pushes until aborted.
+    pub async fn run(self) {
+        let poll = self.batch_delay.clamp(POLL_MIN, POLL_MAX);
+        let mut progress: Vec<Progress> =
+            self.targets.iter().map(|_| Progress::default()).collect();
+        loop {
+            for (target, progress) in self.targets.iter().zip(&mut progress) {
+                if let Err(error) = self.step(target, progress).await {
+                    tracing::warn!(site = %target.site, %error, "IndexNow: could not read the change feed");
+                }
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    /// Looks at `target`'s backlog and sends it when its wait is over.
+    async fn step(&self, target: &Target, progress: &mut Progress) -> Result<(), store::Error> {
+        let count_all = progress
+            .counted_at
+            .is_none_or(|at| at.elapsed() >= FULL_COUNT_EVERY);
+        let cap = i64::try_from(MAX_URLS_PER_POST).unwrap_or(i64::MAX);
+        let backlog = self
+            .store
+            .indexnow_backlog(&target.site, (!count_all).then_some(cap))
+            .await?;
+        if count_all {
+            progress.counted_at = Some(Instant::now());
+        }
+        let age = backlog.oldest.map_or(Duration::ZERO, |oldest| {
+            (OffsetDateTime::now_utc() - oldest)
+                .try_into()
+                .unwrap_or_default()
+        });
+        let exact = count_all || backlog.changes < cap;
+        self.metrics
+            .indexnow_backlog(&target.site, exact.then_some(backlog.changes), age);
+        if backlog.changes == 0 {
+            progress.waiting_since = None;
+            return Ok(());
+        }
+        if progress
+            .retry
+            .is_some_and(|retry| Instant::now() < retry.at)
+        {
+            return Ok(());
+        }
+        let waiting_since = *progress.waiting_since.get_or_insert_with(Instant::now);
+        let batch_full =
+            usize::try_from(backlog.changes).unwrap_or(usize::MAX) >= MAX_URLS_PER_POST;
+        if progress.retry.is_none() && !batch_full && waiting_since.elapsed() < self.batch_delay {
+            return Ok(());
+        }
+        loop {
+            match self.send_next(target, progress).await? {
+                Sent::Done { full: true, .. } => {}
+                Sent::Done { full: false, .. } | Sent::Nothing => {
+                    progress.waiting_since = None;
+                    return Ok(());
+                }
+                Sent::Busy | Sent::Deferred => return Ok(()),
+            }
+        }
+    }
+
+    /// Sends everything waiting now, without the batch delay, until it is
+    /// sent, another replica has the turn, or the endpoint asks to wait.
+    /// Returns the last outcome and the URLs the endpoint took.
+    pub async fn flush(&self, target: &Target) -> Result<(Sent, usize), store::Error> {
+        let mut progress = Progress::default();
+        let mut total = 0;
+        loop {
+            match self.send_next(target, &mut progress).await? {
+                Sent::Done { accepted, .. } => total += accepted,
+                other => return Ok((other, total)),
+            }
+        }
+    }
+
+    /// What `target` would send next, as the request: for `submit --dry-run`.
+    pub async fn preview(&self, target: &Target) -> Result<Vec<String>, store::Error> {
+        let batch = self
+            .store
+            .peek_indexnow(&target.site, MAX_URLS_PER_POST)
+            .await?;
+        Ok(match batch.filter(|batch| batch.entries > 0) {
+            None => vec![format!("IndexNow, site {}: nothing waiting", target.site)],
+            Some(batch) => vec![
+                format!("POST {} ({} URLs)", self.endpoint, batch.urls.len()),
+                serde_json::to_string_pretty(&Submission::of(target, &batch.urls))
+                    .expect("a submission serialises"),
+            ],
+        })
+    }
+
+    /// Takes `target`'s turn and sends its next batch (or the one to retry).
+    async fn send_next(
+        &self,
+        target: &Target,
+        progress: &mut Progress,
+    ) -> Result<Sent, store::Error> {
+        let Some(mut claim) = self.store.claim_indexnow(&target.site).await? else {
+            return Ok(Sent::Busy);
+        };
+        let through = progress.retry.map(|retry| retry.through);
+        let batch = claim.batch(MAX_URLS_PER_POST, through).await?;
+        if batch.entries == 0 {
+            progress.retry = None;
+            return Ok(Sent::Nothing);
+        }
+        let full = batch.entries == MAX_URLS_PER_POST;
+        match self.post(target, &batch).await {
+            Answer::Accepted => {
+                claim.advance(batch.through).await?;
+                self.metrics
+                    .indexnow_accepted(&target.site, batch.urls.len());
+                tracing::info!(site = %target.site, urls = batch.urls.len(), "IndexNow: batch accepted");
+                progress.settled();
+                Ok(Sent::Done {
+                    full,
+                    accepted: batch.urls.len(),
+                })
+            }
+            Answer::Refused { status, body } => {
+                claim.advance(batch.through).await?;
+                let hint = if status == StatusCode::FORBIDDEN {
+                    format!(
+                        "; the key was not accepted: check that {} answers the key",
+                        target.key_file
+                    )
+                } else {
+                    String::new()
+                };
+                tracing::warn!(
+                    site = %target.site,
+                    status = status.as_u16(),
+                    urls = batch.urls.len(),
+                    %body,
+                    "IndexNow refused a batch, which is dropped{hint}"
+                );
+                progress.settled();
+                Ok(Sent::Done { full, accepted: 0 })
+            }
+            Answer::Later { asked } => {
+                drop(claim);
+                let wait = asked.unwrap_or_else(|| {
+                    FIRST_BACKOFF
+                        .saturating_mul(1 << progress.failures.min(16))
+                        .min(MAX_BACKOFF)
+                });
+                progress.failures += 1;
+                progress.retry = Some(Retry {
+                    through: batch.through,
+                    at: Instant::now() + wait,
+                });
+                Ok(Sent::Deferred)
+            }
+        }
+    }
+
+    /// POSTs `batch` and sorts the answer.
+    async fn post(&self, target: &Target, batch: &ChangeBatch) -> Answer {
+        let body = serde_json::to_vec(&Submission::of(target, &batch.urls))
+            .expect("a submission serialises");
+        self.metrics.indexnow_sent(&target.site, batch.urls.len());
+        let response = self
+            .client
+            .post(&self.endpoint)
+            .header(header::CONTENT_TYPE, JSON)
+            .body(body)
+            .send()
+            .await;
+        let response = match response {
+            Ok(response) => response,
+            Err(error) => {
+                self.metrics.indexnow_refused(&target.site, None);
+                tracing::warn!(site = %target.site, endpoint = %self.endpoint, error = %error, "IndexNow: no answer; the batch will be sent again");
+                return Answer::Later { asked: None };
+            }
+        };
+        let status = response.status();
+        if status == StatusCode::OK || status == StatusCode::ACCEPTED {
+            return Answer::Accepted;
+        }
+        self.metrics
+            .indexnow_refused(&target.site, Some(status.as_u16()));
+        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            let asked = super::retry_after(response.headers());
+            tracing::warn!(
+                site = %target.site,
+                status = status.as_u16(),
+                retry_after_seconds = asked.map(|wait| wait.as_secs()),
+                "IndexNow asked to wait; the batch will be sent again"
+            );
+            return Answer::Later { asked };
+        }
+        Answer::Refused {
+            status,
+            body: super::body_for_log(response).await,
+        }
+    }
+}
+
+/// An endpoint's answer, as the pusher acts on it.
+enum Answer {
+    Accepted,
+    /// Refused for good: drop the batch.
+    Refused {
+        status: StatusCode,
+        body: String,
+    },
+    /// Throttled, failing or silent: send the batch again, after `asked`
+    /// when the endpoint said how long.
+    Later {
+        asked: Option<Duration>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+    use crate::site::Site;
+
+    fn site(name: &str, base_url: &str, key: Option<&str>) -> Site {
+        let mut site = Site::new(name, base_url, None).expect("a valid base URL");
+        site.indexnow_key = key.map(str::to_owned);
+        site
+    }
+
+    #[test]
+    fn the_key_file_is_at_the_root_only_where_sitemapd_answers_there() {
+        let root = site("main", "https://www.example.com/", Some("rootkey0"));
+        let shop = site("shop", "https://www.example.com/shop/", Some("shopkey0"));
+        let blog = site(
+            "blog",
+            "https://blog.example.org:8443/news/",
+            Some("blogkey0"),
+        );
+        let sites = [root.clone(), shop.clone(), blog.clone()];
+
+        let target = Target::of(&root, &sites, false).expect("a key");
+        assert_eq!(target.host, "www.example.com");
+        assert_eq!(target.key_location, None);
+        assert_eq!(target.key_file, "https://www.example.com/rootkey0.txt");
+        // The root site's host answers /shopkey0.txt too.
+        assert_eq!(
+            Target::of(&shop, &sites, false)
+                .expect("a key")
+                .key_location,
+            None
+        );
+        // A proxy that strips /shop/ sends sitemapd nothing at the root.
+        assert_eq!(
+            Target::of(&shop, &sites, true)
+                .expect("a key")
+                .key_location
+                .as_deref(),
+            Some("https://www.example.com/shop/shopkey0.txt")
+        );
+        let blog_target = Target::of(&blog, &sites, false).expect("a key");
+        assert_eq!(blog_target.host, "blog.example.org:8443");
+        assert_eq!(
+            blog_target.key_location.as_deref(),
+            Some("https://blog.example.org:8443/news/blogkey0.txt")
+        );
+        assert_eq!(
+            Target::of(&site("x", "https://x.example/", None), &sites, false),
+            None
+        );
+    }
+}

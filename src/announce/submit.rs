@@ -1,0 +1,185 @@
+//! Submission by HTTP request: a GET of each `submit_urls` template, its
+//! `{sitemap}` filled with the percent-encoded URL of a site's index, when
+//! that index changed since the last submission the engine answered 200,
+//! and at most once per `submit_interval_seconds` per template. Anything
+//! but 200 is logged and tried again at the next interval.
+//!
+//! The index's version is its newest page lastmod, which moves on every
+//! real change and never on a no-op, so an idle site is not submitted
+//! again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use time::OffsetDateTime;
+
+use crate::config::SITEMAP_PLACEHOLDER;
+use crate::metrics::Metrics;
+use crate::pages::Pages;
+use crate::site::Site;
+use crate::store::{self, Store};
+
+/// How often the indexes are looked at, at most and at least.
+const TICK_MIN: Duration = Duration::from_millis(250);
+const TICK_MAX: Duration = Duration::from_secs(30);
+
+/// A site whose index is announced, and the sites its index lists.
+#[derive(Debug, Clone)]
+pub struct SiteIndex {
+    pub site: Site,
+    pub members: Vec<Site>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Submitter {
+    pub store: Store,
+    pub client: reqwest::Client,
+    pub templates: Vec<String>,
+    pub interval: Duration,
+    pub pages: Arc<Pages>,
+    pub indexes: Vec<SiteIndex>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// Whether a round respects the interval and sends only changed indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    Due,
+    /// `sitemapd submit`: every index, now.
+    Now,
+}
+
+/// One GET made, and its answer (`None`: no answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submitted {
+    pub url: String,
+    pub status: Option<u16>,
+}
+
+impl Submitter {
+    /// Submits what is due until aborted.
+    pub async fn run(self) {
+        let tick = (self.interval / 4).clamp(TICK_MIN, TICK_MAX);
+        loop {
+            if let Err(error) = self.round(When::Due).await {
+                tracing::warn!(%error, "sitemap submission: could not read or record the index's state");
+            }
+            tokio::time::sleep(tick).await;
+        }
+    }
+
+    /// The GETs a round would make now, whatever their turn: for
+    /// `submit --dry-run`.
+    pub async fn planned(&self) -> Result<Vec<String>, Arc<store::Error>> {
+        let mut planned = Vec::new();
+        for index in &self.indexes {
+            let (urls, _) = self.index_state(index).await?;
+            for template in &self.templates {
+                planned.extend(urls.iter().map(|url| fill(template, url)));
+            }
+        }
+        Ok(planned)
+    }
+
+    /// Sends each index to each template when `when` says it is time.
+    pub async fn round(&self, when: When) -> Result<Vec<Submitted>, Arc<store::Error>> {
+        let mut submitted = Vec::new();
+        for index in &self.indexes {
+            let (urls, version) = self.index_state(index).await?;
+            let Some(version) = version else { continue };
+            for template in &self.templates {
+                let claim = self
+                    .store
+                    .claim_submission(&index.site.name, template, self.interval.as_secs_f64())
+                    .await?;
+                let Some(claim) = claim else { continue };
+                let due = claim.interval_passed
+                    && claim.submitted_version.is_none_or(|told| version > told);
+                if when == When::Due && !due {
+                    continue;
+                }
+                let mut all_received = true;
+                for url in &urls {
+                    let sent = self.get(&index.site.name, &fill(template, url)).await;
+                    all_received &= sent.status == Some(StatusCode::OK.as_u16());
+                    submitted.push(sent);
+                }
+                claim.record(all_received.then_some(version)).await?;
+            }
+        }
+        Ok(submitted)
+    }
+
+    /// The URLs of a site's index files, and its version (`None` while it
+    /// lists no page).
+    async fn index_state(
+        &self,
+        index: &SiteIndex,
+    ) -> Result<(Vec<String>, Option<OffsetDateTime>), Arc<store::Error>> {
+        let members: Vec<&Site> = index.members.iter().collect();
+        let listing = self.pages.index_listing(&members).await?;
+        let version = listing
+            .listed()
+            .next()
+            .and_then(|_| listing.pages().map(|(_, entry)| entry.lastmod).max());
+        let files = self.pages.announced_indexes(&members).await?;
+        let urls = files
+            .iter()
+            .map(|file| {
+                format!(
+                    "{}{}",
+                    index.site.base_url,
+                    file.file_name(self.pages.index_format)
+                )
+            })
+            .collect();
+        Ok((urls, version))
+    }
+
+    async fn get(&self, site: &str, url: &str) -> Submitted {
+        let status = match self.client.get(url).send().await {
+            Ok(response) if response.status() == StatusCode::OK => {
+                tracing::info!(site, url, "sitemap submitted");
+                Some(StatusCode::OK.as_u16())
+            }
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let body = super::body_for_log(response).await;
+                tracing::warn!(site, url, status, %body, "sitemap submission not received; trying again at the next interval");
+                Some(status)
+            }
+            Err(error) => {
+                tracing::warn!(site, url, %error, "sitemap submission got no answer; trying again at the next interval");
+                None
+            }
+        };
+        self.metrics.submission(site, status);
+        Submitted {
+            url: url.to_owned(),
+            status,
+        }
+    }
+}
+
+/// `template` with its placeholder replaced by `index_url`, percent-encoded.
+pub fn fill(template: &str, index_url: &str) -> String {
+    let encoded: String = url::form_urlencoded::byte_serialize(index_url.as_bytes()).collect();
+    template.replace(SITEMAP_PLACEHOLDER, &encoded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill;
+
+    #[test]
+    fn the_index_url_is_percent_encoded_into_the_template() {
+        assert_eq!(
+            fill(
+                "https://engine.example/ping?sitemap={sitemap}",
+                "https://www.example.com/shop/sitemap_index.xml"
+            ),
+            "https://engine.example/ping?sitemap=https%3A%2F%2Fwww.example.com%2Fshop%2Fsitemap_index.xml"
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! Reads for the HTML view (`sitemaps.html`): a site's pages with their
+//! sizes, one screen of a page's URLs, where one URL is served, and what is
+//! left out and why.
+//!
+//! Each reads only what it shows, so the view stays fast on a table of any
+//! size: the page summaries (O(pages)), one index range of a page's
+//! placements, one row by `(site, loc)`, and the skipped rows' partial index.
+
+use time::OffsetDateTime;
+
+use super::records::PageStats;
+use super::{Error, Store};
+
+/// A page of a site's section, with its counts.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SectionPage {
+    pub section: String,
+    #[sqlx(flatten)]
+    pub stats: PageStats,
+}
+
+/// A news sitemap listed in a site's index.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct NewsFile {
+    pub file: i32,
+    pub url_count: i32,
+    pub lastmod: OffsetDateTime,
+}
+
+/// One URL of a page as the view shows it: its fields and how many
+/// extension entries it carries.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct BrowsedUrl {
+    pub loc: String,
+    pub lastmod: Option<OffsetDateTime>,
+    pub changefreq: Option<String>,
+    pub priority: Option<f32>,
+    pub images: i32,
+    pub videos: i32,
+    pub alternates: i32,
+    pub news: bool,
+}
+
+/// Where a row of `(site, loc)` is, if it exists.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Located {
+    pub section: String,
+    /// The page it is served on; none when it is left out or not yet placed.
+    pub page: Option<i32>,
+    /// How many of its page's URLs come before it.
+    pub position: i64,
+    pub skip_reason: Option<String>,
+}
+
+/// Rows left out of a site's sitemaps for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SkipGroup {
+    pub reason: String,
+    pub rows: i64,
+    /// The first few of them, oldest rows first.
+    pub examples: Vec<String>,
+}
+
+/// Examples shown per skip reason.
+const SKIP_EXAMPLES: i64 = 5;
+/// Distinct skip reasons shown, most frequent first.
+const SKIP_REASONS: i64 = 50;
+
+impl Store {
+    /// The site's non-empty pages with their counts, in index order.
+    pub async fn site_pages(&self, site: &str) -> Result<Vec<SectionPage>, Error> {
+        self.in_time(
+            sqlx::query_as(
+                "SELECT section, page, url_count, bytes, lastmod, images, videos, alternates
+                 FROM sitemap_pages WHERE site = $1 AND url_count > 0
+                 ORDER BY section, page",
+            )
+            .bind(site)
+            .fetch_all(&self.read),
+        )
+        .await
+    }
+
+    /// The news sitemaps the site's index lists.
+    pub async fn news_files(&self, site: &str) -> Result<Vec<NewsFile>, Error> {
+        self.in_time(
+            sqlx::query_as(
+                "SELECT file, url_count, lastmod FROM sitemap_news_files
+                 WHERE site = $1 AND listed ORDER BY file",
+            )
+            .bind(site)
+            .fetch_all(&self.read),
+        )
+        .await
+    }
+
+    /// `limit` URLs of a page from the `skip`-th on, in the page's order.
+    pub async fn browse_page(
+        &self,
+        site: &str,
+        section: &str,
+        page: i32,
+        skip: i64,
+        limit: i64,
+    ) -> Result<Vec<BrowsedUrl>, Error> {
+        self.in_time(
+            sqlx::query_as(
+                "SELECT u.loc, u.lastmod, u.changefreq, u.priority,
+                        coalesce(jsonb_array_length(u.images), 0) AS images,
+                        coalesce(jsonb_array_length(u.videos), 0) AS videos,
+                        coalesce(cardinality(k.hreflangs), 0) AS alternates,
+                        u.news IS NOT NULL AS news
+                 FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+                 LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
+                 WHERE p.site = $1 AND p.section = $2 AND p.page = $3
+                   AND u.site = p.site AND u.section = p.section
+                   AND sitemap_loc_hash(u.loc) = p.loc_hash
+                 ORDER BY p.id OFFSET $4 LIMIT $5",
+            )
+            .bind(site)
+            .bind(section)
+            .bind(page)
+            .bind(skip)
+            .bind(limit)
+            .fetch_all(&self.read),
+        )
+        .await
+    }
+
+    /// Where the row of `(site, loc)` is served, if the row exists.
+    pub async fn locate(&self, site: &str, loc: &str) -> Result<Option<Located>, Error> {
+        self.in_time(
+            sqlx::query_as(
+                "SELECT u.section, p.page, p.skip_reason,
+                        CASE WHEN p.page IS NULL THEN 0 ELSE
+                            (SELECT count(*) FROM sitemap_placements q
+                             WHERE q.site = p.site AND q.section = p.section
+                               AND q.page = p.page AND q.id < p.id)
+                        END AS position
+                 FROM sitemap_urls u
+                 LEFT JOIN sitemap_placements p
+                     ON p.id = u.id AND p.site = u.site AND p.section = u.section
+                    AND p.loc_hash = sitemap_loc_hash(u.loc)
+                 WHERE u.site = $1 AND u.loc = $2",
+            )
+            .bind(site)
+            .bind(loc)
+            .fetch_optional(&self.read),
+        )
+        .await
+    }
+
+    /// The site's rows left out of its sitemaps, grouped by reason, most
+    /// frequent first, with a few examples each.
+    pub async fn skip_groups(&self, site: &str) -> Result<Vec<SkipGroup>, Error> {
+        self.in_time(
+            sqlx::query_as(
+                "SELECT r.reason, r.rows,
+                        ARRAY(SELECT u.loc FROM sitemap_placements q
+                              JOIN sitemap_urls u ON u.id = q.id
+                              WHERE q.site = $1 AND q.skip_reason = r.reason
+                              ORDER BY q.id LIMIT $2) AS examples
+                 FROM (SELECT skip_reason AS reason, count(*) AS rows
+                       FROM sitemap_placements
+                       WHERE site = $1 AND skip_reason IS NOT NULL
+                       GROUP BY skip_reason) r
+                 ORDER BY r.rows DESC, r.reason LIMIT $3",
+            )
+            .bind(site)
+            .bind(SKIP_EXAMPLES)
+            .bind(SKIP_REASONS)
+            .fetch_all(&self.read),
+        )
+        .await
+    }
+}
