@@ -244,6 +244,93 @@ impl<'a> Validator<'a> {
 /// The normalised loc, or the rule it breaks (outside any site's scope
 /// when `site` is `None`).
 pub(crate) fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
+    match site {
+        Some(site) if is_plainly_normal_under(loc, site) => Ok(loc.to_owned()),
+        _ => parse_loc(loc, site),
+    }
+}
+
+/// Bytes the URL parser leaves as they are in a path or query of an http(s)
+/// URL (percent signs are checked apart). Conservative: `'`, `\`, `|`, `^`,
+/// brackets, braces and the like are left to the parser.
+const PLAIN_LOC_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b'/'
+                    | b'?'
+                    | b'%'
+            );
+        b += 1;
+    }
+    table
+};
+
+/// Whether `loc` is under `site`'s base URL and already exactly what
+/// parsing would make of it, so that the full parse (most of an import's
+/// reading time) can be skipped: ASCII from [`PLAIN_LOC_BYTES`], every `%`
+/// followed by two hex digits, no dot segment (nor an encoded dot, which
+/// the parser treats as one) in the path. Anything else goes to
+/// [`parse_loc`].
+fn is_plainly_normal_under(loc: &str, site: &Site) -> bool {
+    let Some(rest) = loc.strip_prefix(site.base_url.as_str()) else {
+        return false;
+    };
+    if loc.len() > MAX_LOC_CHARS {
+        return false;
+    }
+    let bytes = rest.as_bytes();
+    let mut in_path = true;
+    let mut segment_start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if !PLAIN_LOC_BYTES[usize::from(b)] {
+            return false;
+        }
+        match b {
+            b'%' => {
+                let hex = (bytes.get(i + 1).copied(), bytes.get(i + 2).copied());
+                match hex {
+                    (Some(b'2'), Some(b'e' | b'E')) if in_path => return false,
+                    (Some(high), Some(low))
+                        if high.is_ascii_hexdigit() && low.is_ascii_hexdigit() => {}
+                    _ => return false,
+                }
+            }
+            b'/' | b'?' if in_path => {
+                if matches!(&bytes[segment_start..i], b"." | b"..") {
+                    return false;
+                }
+                segment_start = i + 1;
+                in_path = b == b'/';
+            }
+            _ => {}
+        }
+    }
+    !(in_path && matches!(&bytes[segment_start..], b"." | b".."))
+}
+
+/// [`check_loc`] the long way: the URL parser's normal form, then every
+/// rule.
+fn parse_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
     if let Some((i, c)) = loc
         .char_indices()
         .find(|(_, c)| c.is_whitespace() || c.is_control())
@@ -456,6 +543,52 @@ mod tests {
                 .any(|e| e.field == field && e.rule.contains(rule_part)),
             "{record:?}: {errors:?}"
         );
+    }
+
+    proptest::proptest! {
+        /// Whenever the shortcut takes a loc, the full parse agrees with it:
+        /// the same normal form, valid, under the site.
+        #[test]
+        fn the_plain_loc_shortcut_agrees_with_the_parser(
+            rest in "[a-zA-Z0-9./%?#'\\\\ |\\[\\]{}<>^`\"_~!$&()*+,;=:@-]{0,24}",
+            hex in "(%[0-9a-fA-F]{2}|%2[eE]|/?\\.\\.?[/?]?){0,3}",
+        ) {
+            let sites = sites();
+            for site in &sites {
+                for loc in [format!("{}{rest}{hex}", site.base_url), format!("{}{hex}{rest}", site.base_url)] {
+                    if is_plainly_normal_under(&loc, site) {
+                        proptest::prop_assert_eq!(parse_loc(&loc, Some(site)), Ok(loc.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_plain_loc_shortcut_takes_the_usual_locs_and_leaves_the_rest() {
+        let sites = sites();
+        let shop = &sites[0];
+        for usual in [
+            "https://www.example.com/shop/",
+            "https://www.example.com/shop/a/b-c_d.html?x=1&y=%C3%A9",
+        ] {
+            assert!(is_plainly_normal_under(usual, shop), "{usual}");
+        }
+        for unusual in [
+            "https://www.example.com/shop",
+            "https://www.example.com/shop/a/../b",
+            "https://www.example.com/shop/a/%2e%2E/b",
+            "https://www.example.com/shop/.",
+            "https://www.example.com/shop/a b",
+            "https://www.example.com/shop/a#b",
+            "https://www.example.com/shop/a\\b",
+            "https://www.example.com/shop/50%-off",
+            "https://www.example.com/shop/caf\u{e9}",
+            "HTTPS://www.example.com/shop/a",
+            "https://www.example.com:443/shop/a",
+        ] {
+            assert!(!is_plainly_normal_under(unusual, shop), "{unusual}");
+        }
     }
 
     #[test]
