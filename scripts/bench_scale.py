@@ -62,8 +62,16 @@ class Client:
 
     def get(self, path, headers=None):
         started = time.perf_counter()
-        self.conn.request("GET", path, headers=headers or {})
-        response = self.conn.getresponse()
+        try:
+            self.conn.request("GET", path, headers=headers or {})
+            response = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The server closes a connection idle past keep_alive_timeout_ms;
+            # a crawler then opens a new one.
+            self.conn.close()
+            started = time.perf_counter()
+            self.conn.request("GET", path, headers=headers or {})
+            response = self.conn.getresponse()
         body = response.read()
         took = time.perf_counter() - started
         if response.status != 200:
