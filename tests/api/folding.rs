@@ -145,6 +145,90 @@ async fn a_fold_killed_midway_leaves_nothing_and_another_takes_over(pool: PgPool
     check_invariants(&app, 100).await;
 }
 
+/// A fold leaves unread the rows of a transaction that is still running:
+/// they are invisible to it, and a bulk load left open would otherwise be
+/// read again by every fold, a core's worth of work for nothing.
+#[sqlx::test]
+async fn folds_leave_a_running_transactions_rows_unread(pool: PgPool) {
+    // The schema configured as the service does it, and no service: every
+    // fold goes through this one session, so its own counts are all there
+    // is to count.
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.base_url = BASE_URL.into();
+    let config = sitemapd::config::Config::new(settings).expect("valid settings");
+    sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
+        .await
+        .expect("prepared");
+    let mut folder = pool.acquire().await.expect("connection");
+    exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
+    // A table written by many transactions, with statistics, as a live one
+    // is: folds look changes up by change_xid through its index.
+    for batch in 0..100 {
+        sqlx::query("INSERT INTO sitemap_urls (loc) SELECT $1 || g FROM generate_series(1, 200) g")
+            .bind(format!("{BASE_URL}placed/{batch}/"))
+            .execute(&mut *folder)
+            .await
+            .expect("insert");
+    }
+    assert_eq!(fold_on(&mut folder).await, 20_000);
+    exec_on(&mut folder, "ANALYZE sitemap_urls").await;
+
+    let mut loader = pool.begin().await.expect("transaction");
+    sqlx::query(
+        "INSERT INTO sitemap_urls (loc) SELECT $1 || 'bulk/' || g FROM generate_series(1, 10000) g",
+    )
+    .bind(BASE_URL)
+    .execute(&mut *loader)
+    .await
+    .expect("load");
+    // The first folds meet the load as a transaction newer than any that
+    // ended (a snapshot's xmax is one past the last ended one): they read
+    // its rows, as they must until they know it as running.
+    for _ in 0..2 {
+        assert_eq!(fold_on(&mut folder).await, 0);
+    }
+    let before = change_index_reads(&mut folder).await;
+    for _ in 0..5 {
+        assert_eq!(fold_on(&mut folder).await, 0);
+    }
+    let reads = change_index_reads(&mut folder).await - before;
+    assert!(
+        reads < 10_000,
+        "five folds read {reads} index entries of the running load's rows"
+    );
+
+    loader.commit().await.expect("commit");
+    assert_eq!(fold_on(&mut folder).await, 10_000, "placed once it commits");
+}
+
+/// A fold on `conn`, as the service runs one.
+async fn fold_on(conn: &mut sqlx::PgConnection) -> i64 {
+    exec_on(&mut *conn, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
+    exec_on(
+        &mut *conn,
+        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
+    )
+    .await;
+    let folded = sqlx::query_scalar("SELECT sitemap_fold()")
+        .fetch_one(&mut *conn)
+        .await
+        .expect("fold");
+    exec_on(&mut *conn, "COMMIT").await;
+    folded
+}
+
+/// Index entries read through `sitemap_urls.change_xid` so far: what
+/// sessions reported, and what this one has counted and not reported yet.
+async fn change_index_reads(conn: &mut sqlx::PgConnection) -> i64 {
+    sqlx::query_scalar(
+        "SELECT pg_stat_get_tuples_returned(i) + pg_stat_get_xact_tuples_returned(i)
+         FROM CAST('sitemap_urls_change_idx' AS regclass) i",
+    )
+    .fetch_one(conn)
+    .await
+    .expect("index statistics")
+}
+
 async fn exec_on(conn: &mut sqlx::PgConnection, sql: &'static str) {
     sqlx::query(sql).execute(conn).await.expect(sql);
 }
