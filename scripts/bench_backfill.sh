@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A plain-SQL backfill of N rows with the service running, as an
 # application would do one: COPY into sitemap_urls in chunks, each chunk
-# committed, while `sitemapd serve` folds. Per chunk it prints how long the
-# COPY took and how long placement then took to catch up (every row of the
-# chunk on a page), so the rates show how both move as the table grows.
-# Then the size on disk, and scripts/bench_scale.py on the result (index,
-# cold and cached pages, peak RSS).
+# committed, one after the other, while `sitemapd serve` folds what is
+# committed. Prints each chunk's COPY time and when placement caught up
+# with it (every row so far on a page), then the whole load's figures, the
+# size on disk, and scripts/bench_scale.py on the result (index, cold and
+# cached pages, peak RSS).
 #
 #   scripts/bench_backfill.sh [--rows N] [--chunk N] [--keep] BINARY OUT.json
 #
@@ -37,7 +37,9 @@ base_url=http://127.0.0.1:8080/
 port=18480
 work=$(mktemp -d)
 server=
+watcher=
 cleanup() {
+    [[ -n $watcher ]] && kill "$watcher" 2>/dev/null
     [[ -n $server ]] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
     rm -rf "$work"
     $keep || psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS $db" || true
@@ -45,7 +47,6 @@ cleanup() {
 trap cleanup EXIT
 
 now() { date +%s.%N; }
-elapsed() { echo "$(now) - $1" | bc; }
 placed() { psql -qAt "$url" -c "SELECT coalesce(sum(url_count), 0) FROM sitemap_pages"; }
 
 psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS $db"
@@ -55,40 +56,63 @@ DATABASE_URL=$url SITEMAPD_BASE_URL=$base_url SITEMAPD_LISTEN=127.0.0.1:$port \
 server=$!
 df -h "$(psql -qAt "$pg_base/postgres" -c 'SHOW data_directory')" | tail -1
 
-loaded=0
-copy_total=0
-place_total=0
-while ((loaded < rows)); do
-    first=$((loaded + 1))
-    last=$((loaded + chunk < rows ? loaded + chunk : rows))
+# Placement's progress: when the rows placed first reached each chunk's end.
+watch_placement() {
+    local boundary
+    for boundary in "$@"; do
+        until (($(placed) >= boundary)); do sleep 0.5; done
+        echo "$boundary $(now)"
+    done
+}
+boundaries=$(seq "$chunk" "$chunk" "$rows")
+((rows % chunk == 0)) || boundaries="$boundaries $rows"
+# shellcheck disable=SC2086
+watch_placement $boundaries >"$work/placed" &
+watcher=$!
+
+generate() {
     # section, loc, lastmod: shop-like URLs of three sections.
     psql -qAt "$pg_base/postgres" -c "COPY (
         SELECT (ARRAY['blog','products','news'])[1 + g % 3],
                '$base_url' || (ARRAY['blog','products','news'])[1 + g % 3] || '/'
                    || substr(md5(g::text), 1, 10) || '-item-' || g,
                timestamptz '2026-01-01' + make_interval(secs => g % 31536000)
-        FROM generate_series($first, $last) g) TO STDOUT" >"$work/chunk.tsv"
+        FROM generate_series($1, $2) g) TO STDOUT" >"$3"
+}
+
+loaded=0
+copy_total=0
+first_copy=
+while ((loaded < rows)); do
+    first=$((loaded + 1))
+    last=$((loaded + chunk < rows ? loaded + chunk : rows))
+    generate "$first" "$last" "$work/chunk.tsv"
     start=$(now)
+    first_copy=${first_copy:-$start}
     psql -q "$url" -c "\\copy sitemap_urls (section, loc, lastmod) FROM '$work/chunk.tsv'"
-    copy_s=$(elapsed "$start")
-    start=$(now)
-    until (($(placed) >= last)); do sleep 0.5; done
-    place_s=$(elapsed "$start")
+    committed=$(now)
+    copy_s=$(echo "$committed - $start" | bc)
+    copy_total=$(echo "$copy_total + $copy_s" | bc)
+    echo "$last $committed" >>"$work/committed"
+    printf 'rows %s-%s: COPY %.1f s (%.0f rows/s)\n' "$first" "$last" "$copy_s" \
+        "$(echo "($last - $first + 1) / $copy_s" | bc -l)"
     rm -f "$work/chunk.tsv"
     loaded=$last
-    copy_total=$(echo "$copy_total + $copy_s" | bc)
-    place_total=$(echo "$place_total + $place_s" | bc)
-    printf 'rows %s-%s: COPY %.1f s (%.0f rows/s), placed %.1f s later (%.0f rows/s)\n' \
-        "$first" "$last" "$copy_s" "$(echo "($last - $first + 1) / $copy_s" | bc -l)" \
-        "$place_s" "$(echo "($last - $first + 1) / $place_s" | bc -l)"
 done
+wait "$watcher"
+watcher=
+awk 'NR == FNR { committed[$1] = $2; next }
+     { printf "rows up to %s: placed %.1f s after their COPY committed\n", $1, $2 - committed[$1] }' \
+    "$work/committed" "$work/placed"
+all_placed=$(tail -1 "$work/placed" | cut -d' ' -f2)
 server_rss=$(awk '/VmHWM/ {print $2 / 1024 " MiB"}' "/proc/$server/status")
 kill "$server" && wait "$server" 2>/dev/null || true
 server=
-printf 'load: COPY %.0f s in all, placement %.0f s in all; serve peak RSS during the load %s\n' \
-    "$copy_total" "$place_total" "$server_rss"
+printf 'load: %s rows, COPY %.0f s in all; first COPY to the last row placed %.0f s (%.0f rows/s); serve peak RSS %s\n' \
+    "$rows" "$copy_total" "$(echo "$all_placed - $first_copy" | bc)" \
+    "$(echo "$rows / ($all_placed - $first_copy)" | bc -l)" "$server_rss"
 
-psql -q "$url" -c "VACUUM ANALYZE"
+psql -q "$url" -c "ANALYZE"
 psql -qAt "$url" -c "SELECT 'database ' || pg_size_pretty(pg_database_size(current_database()))" \
     -c "SELECT relname || ' ' || pg_size_pretty(pg_total_relation_size(oid)) FROM pg_class
         WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace
