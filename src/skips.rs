@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::quote::{LOGGED_LOC_CHARS, truncated};
-use crate::store::{self, SkippedRow, Store};
+use crate::store::{self, SkippedRow, Store, Turn};
 
 /// Skipped rows remembered so each is logged once; past this many, further
 /// ones are still counted but logged again after a restart at most.
@@ -35,11 +35,15 @@ impl SkipLog {
     }
 }
 
-/// Logs every skipped row not logged before; returns them.
-pub async fn report_new_skips(store: &Store) -> Result<Vec<SkippedRow>, store::Error> {
+/// Logs every skipped row not logged before; returns them. With
+/// [`Turn::Skip`], stops at the first batch a fold holds the turn for:
+/// the next round takes what is left.
+pub async fn report_new_skips(store: &Store, turn: Turn) -> Result<Vec<SkippedRow>, store::Error> {
     let mut reported = Vec::new();
     loop {
-        let batch = store.take_unreported_skips(BATCH).await?;
+        let Some(batch) = store.take_unreported_skips(BATCH, turn).await? else {
+            return Ok(reported);
+        };
         for row in &batch {
             tracing::warn!(
                 site = %row.site,
@@ -58,14 +62,16 @@ pub async fn report_new_skips(store: &Store) -> Result<Vec<SkippedRow>, store::E
     }
 }
 
-/// Runs [`report_new_skips`] every `interval`, for as long as the service runs.
+/// Runs [`report_new_skips`] every `interval`, for as long as the service
+/// runs. A round never waits for a fold: folds keep pages current, while
+/// a skipped row can be logged a round later.
 pub(crate) async fn report_periodically(store: Store, interval: Duration) {
     // The first round comes one interval after start, like every other.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        match report_new_skips(&store).await {
+        match report_new_skips(&store, Turn::Skip).await {
             Ok(rows) if !rows.is_empty() => {
                 tracing::info!(rows = rows.len(), "reported rows left out of the sitemaps");
             }

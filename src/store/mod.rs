@@ -428,10 +428,16 @@ impl Store {
     /// Rows left out of the sitemaps that have not been reported yet, marked
     /// reported in the same transaction, so each is logged once by whichever
     /// replica takes it. Takes its turn with folds, which write the same
-    /// placements.
-    pub(crate) async fn take_unreported_skips(&self, limit: i64) -> Result<Vec<SkippedRow>, Error> {
+    /// placements; `None` when `turn` is [`Turn::Skip`] and a fold holds it.
+    pub(crate) async fn take_unreported_skips(
+        &self,
+        limit: i64,
+        turn: Turn,
+    ) -> Result<Option<Vec<SkippedRow>>, Error> {
         let mut tx = self.pool.begin().await?;
-        fold::take_turn(&mut tx, Turn::Wait).await?;
+        if !fold::take_turn(&mut tx, turn).await? {
+            return Ok(None);
+        }
         let skipped = sqlx::query_as(
             "UPDATE sitemap_placements p SET skip_logged = true
              FROM (SELECT id FROM sitemap_placements
@@ -444,7 +450,7 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(skipped)
+        Ok(Some(skipped))
     }
 
     /// How many rows each site has left out of its sitemaps.

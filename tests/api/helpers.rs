@@ -324,7 +324,7 @@ impl TestApp {
 
     /// Logs skipped rows now, as the background reporter would.
     pub async fn report_skips(&self) -> Vec<sitemapd::store::SkippedRow> {
-        skips::report_new_skips(&self.state.store)
+        skips::report_new_skips(&self.state.store, sitemapd::store::Turn::Wait)
             .await
             .expect("skip report")
     }

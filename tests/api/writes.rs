@@ -2,6 +2,8 @@
 //! transactions; once folded (the service does it every `fold_interval_ms`,
 //! these tests when they choose), the next request reflects every change.
 
+use sitemapd::skips;
+use sitemapd::store::Turn;
 use sqlx::PgPool;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -194,6 +196,45 @@ async fn lowering_the_limits_moves_only_the_overflow(pool: PgPool) {
     assert_eq!(pages[0].1, [loc(1), loc(2), loc(3)]);
     assert_eq!(pages[1].1, [loc(6), loc(7), loc(8)]);
     assert_eq!(lowered.served_locs().await, lowered.table_locs().await);
+}
+
+#[sqlx::test]
+async fn the_periodic_skip_report_leaves_its_round_to_a_running_fold(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let outside = "https://elsewhere.example/x";
+    sqlx::query("INSERT INTO sitemap_urls (loc) VALUES ($1)")
+        .bind(outside)
+        .execute(&app.pool)
+        .await
+        .expect("insert");
+    app.fold().await;
+
+    // While a fold holds the turn, a round takes nothing and does not wait
+    // (waiting would end in the 60 s lock timeout).
+    let mut fold = app.pool.begin().await.expect("begin");
+    sqlx::query("LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE")
+        .execute(&mut *fold)
+        .await
+        .expect("the fold's turn");
+    let round = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        skips::report_new_skips(&app.state.store, Turn::Skip),
+    )
+    .await
+    .expect("the round does not wait for the fold")
+    .expect("round");
+    assert!(round.is_empty(), "{round:?}");
+    fold.rollback().await.expect("rollback");
+
+    // The row is still to report, once.
+    let reported: Vec<String> = app
+        .report_skips()
+        .await
+        .into_iter()
+        .map(|row| row.loc)
+        .collect();
+    assert_eq!(reported, [outside]);
+    assert!(app.report_skips().await.is_empty());
 }
 
 #[sqlx::test]
