@@ -332,21 +332,32 @@ async fn the_change_feed_records_what_changed_in_commit_order(pool: PgPool) {
         .await
         .expect("feed");
     assert_eq!(left, [loc("b2"), loc("a")]);
+    let by_age = sitemapd::store::Retention {
+        max_age: Duration::from_secs(7 * 86_400),
+        max_rows: 100,
+    };
+    exec(
+        &app.pool,
+        "UPDATE sitemap_changes SET committed_at = committed_at - interval '8 days'
+         WHERE seq = (SELECT min(seq) FROM sitemap_changes)",
+    )
+    .await;
+    let pruned = app.state.store.prune_changes(by_age).await.expect("prune");
+    assert_eq!(pruned, 1, "the entry older than the retention");
+    let left: Vec<String> = sqlx::query_scalar("SELECT loc FROM sitemap_changes ORDER BY seq")
+        .fetch_all(&app.pool)
+        .await
+        .expect("feed");
+    assert_eq!(left, [loc("a")]);
     exec(
         &app.pool,
         "UPDATE sitemap_changes SET committed_at = committed_at - interval '8 days'",
     )
     .await;
-    let pruned = app
-        .state
-        .store
-        .prune_changes(sitemapd::store::Retention {
-            max_age: Duration::from_secs(7 * 86_400),
-            max_rows: 100,
-        })
-        .await
-        .expect("prune");
-    assert_eq!(pruned, 2, "older than the retention");
+    let pruned = app.state.store.prune_changes(by_age).await.expect("prune");
+    assert_eq!(pruned, 1, "older than the retention");
+    let pruned = app.state.store.prune_changes(by_age).await.expect("prune");
+    assert_eq!(pruned, 0, "an empty feed");
 }
 
 /// Every page and summary against the rows, once everything committed is
