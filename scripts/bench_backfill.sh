@@ -55,6 +55,9 @@ DATABASE_URL=$url SITEMAPD_BASE_URL=$base_url SITEMAPD_LISTEN=127.0.0.1:$port \
     "$binary" serve >"$work/serve.log" 2>&1 &
 server=$!
 df -h "$(psql -qAt "$pg_base/postgres" -c 'SHOW data_directory')" | tail -1
+# The server settings a load's speed depends on, printed with its figures.
+psql -qAt "$pg_base/postgres" -c "SELECT string_agg(name || ' = ' || current_setting(name), ', ' ORDER BY name)
+    FROM pg_settings WHERE name IN ('shared_buffers', 'max_wal_size', 'checkpoint_timeout', 'wal_compression')"
 
 # Placement's progress: when the rows placed first reached each chunk's end.
 watch_placement() {
