@@ -12,7 +12,7 @@
 # Needs psql, python3 with psycopg, wrk and nginx (for bench_scale.py), and
 # PostgreSQL at $PG_BASE (default postgres://postgres@127.0.0.1:5432);
 # creates sitemapd_bench_backfill and drops it at the end unless --keep.
-# Check `df` first: 100M rows take about 60 GB (BENCHMARKS.md).
+# Check `df` first: BENCHMARKS.md says what 100M rows need.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
