@@ -53,7 +53,7 @@ for run in $(seq 1 "$runs"); do
     start=$(now)
     psql -qAt "$url" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
         -c "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE" \
-        -c "SELECT 'folded ' || sitemap_fold()" -c "COMMIT"
+        -c "SELECT 'folded ' || folded FROM sitemap_fold()" -c "COMMIT"
     echo "run $run: fold: $(echo "$(now) - $start" | bc) s"
     psql -q "$pg_base/postgres" -c "DROP DATABASE $db"
 done

@@ -100,7 +100,9 @@ pub async fn apply_config(store: &Store, config: &Config) -> Result<(), store::E
 /// share.
 pub async fn prepare(store: Store, config: &Config) -> Result<AppState, store::Error> {
     let settings = &config.settings;
-    let store = store.with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms));
+    let store = store
+        .with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms))
+        .with_fold_batch_rows(settings.fold_batch_rows);
     apply_config(&store, config).await?;
     // Serve from the first request what was committed before the start.
     store.fold(store::Turn::Wait).await?;

@@ -93,10 +93,15 @@ pub struct Store {
     read_timeout: Duration,
     /// Where the news sitemap's window ends: now, as the service has it.
     clock: Clock,
+    /// Most changed rows one fold reads (`fold_batch_rows`).
+    fold_batch_rows: u64,
 }
 
 /// [`Store::read_timeout`] until configured.
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// [`Store::fold_batch_rows`] until configured: `fold_batch_rows`' default.
+const DEFAULT_FOLD_BATCH_ROWS: u64 = 1_000_000;
 
 /// A page of a site as the summaries have it: the index lists the non-empty
 /// ones, and the newest change among all of them versions the index.
@@ -210,6 +215,7 @@ impl Store {
             read,
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
+            fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
         })
     }
 
@@ -220,6 +226,7 @@ impl Store {
             pool,
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
+            fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
         }
     }
 
@@ -236,6 +243,15 @@ impl Store {
     pub(crate) fn with_read_timeout(self, read_timeout: Duration) -> Store {
         Store {
             read_timeout,
+            ..self
+        }
+    }
+
+    /// Has each fold read at most `rows` changed rows and commit: a bulk
+    /// load shows page by page and its fold's working space stays bounded.
+    pub fn with_fold_batch_rows(self, rows: u64) -> Store {
+        Store {
+            fold_batch_rows: rows.max(1),
             ..self
         }
     }

@@ -108,7 +108,7 @@ async fn a_fold_killed_midway_leaves_nothing_and_another_takes_over(pool: PgPool
     // A folder takes its turn, then rows are committed (without waiting
     // for it), then it folds them and its process dies before it commits
     // (its session ends).
-    let folded = fold_and_die(&app, async {
+    let folded = fold_and_die(&app, None, async {
         exec(
             &app.pool,
             &format!(
@@ -201,6 +201,109 @@ async fn folds_leave_a_running_transactions_rows_unread(pool: PgPool) {
     assert_eq!(fold_on(&mut folder).await, 10_000, "placed once it commits");
 }
 
+/// A bulk load is folded in batches of `fold_batch_rows` changed rows, each
+/// committed: its rows show as they are placed, each is read once, and a
+/// row changed again while its pass runs is folded once, as it is then.
+#[sqlx::test]
+async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
+    const BATCH: i64 = 100;
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.base_url = BASE_URL.into();
+    settings.max_urls = 50;
+    settings.fold_batch_rows = BATCH as u64;
+    let config = sitemapd::config::Config::new(settings).expect("valid settings");
+    let state = sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
+        .await
+        .expect("prepared");
+    let mut folder = pool.acquire().await.expect("connection");
+    exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
+    insert_rows(&pool, "bulk/", 1000).await;
+    insert_rows(&pool, "late/", 5).await;
+
+    let before = change_index_reads(&mut folder).await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (BATCH, true, false)
+    );
+    assert_eq!(
+        placed_rows(&pool).await,
+        BATCH,
+        "the first batch shows alone"
+    );
+
+    // While the pass runs: a row it placed and a row it has yet to read
+    // change again, and a new row comes.
+    exec(
+        &pool,
+        &format!(
+            "UPDATE sitemap_urls SET lastmod = now() WHERE loc IN ('{BASE_URL}bulk/1', '{BASE_URL}bulk/1000')"
+        ),
+    )
+    .await;
+    insert_rows(&pool, "new/", 1).await;
+    let mut pass = BATCH;
+    loop {
+        let (folded, began, caught_up) = fold_batch_on(&mut folder, Some(BATCH)).await;
+        assert!(folded <= BATCH && !began, "one pass, in batches of {BATCH}");
+        pass += folded;
+        assert_eq!(
+            placed_rows(&pool).await,
+            pass,
+            "each batch shows as it commits"
+        );
+        if caught_up {
+            break;
+        }
+    }
+    assert_eq!(pass, 1004, "the pass folds what committed before it began");
+    let reads = change_index_reads(&mut folder).await - before;
+    assert!(
+        reads < 1100,
+        "the pass read {reads} index entries for 1,004 rows: batches re-read rows"
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (3, true, true),
+        "the next pass folds what changed meanwhile: bulk/1 in place, bulk/1000 and new/1 added"
+    );
+    let added: (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT loc) FROM sitemap_changes WHERE change = 'added'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("feed");
+    assert_eq!(added, (1006, 1006), "every row announced once");
+    let updated: Vec<String> =
+        sqlx::query_scalar("SELECT loc FROM sitemap_changes WHERE change <> 'added'")
+            .fetch_all(&pool)
+            .await
+            .expect("feed");
+    assert_eq!(updated, [format!("{BASE_URL}bulk/1")]);
+
+    // A fold that waits goes on until everything committed before it is
+    // placed, however many batches that takes.
+    insert_rows(&pool, "more/", 250).await;
+    assert_eq!(state.store.fold(Turn::Wait).await.expect("fold"), Some(250));
+    let pages: (i64, i32) =
+        sqlx::query_as("SELECT sum(url_count)::bigint, max(url_count) FROM sitemap_pages")
+            .fetch_one(&pool)
+            .await
+            .expect("pages");
+    assert_eq!(pages, (1256, 50), "every row placed, no page over max_urls");
+}
+
+/// Inserts rows `{BASE_URL}{prefix}{i}` for i in 1..=n in one statement.
+async fn insert_rows(pool: &PgPool, prefix: &str, n: i64) {
+    sqlx::query(
+        "INSERT INTO sitemap_urls (loc) SELECT $1 || g FROM generate_series(1, $2::bigint) g",
+    )
+    .bind(format!("{BASE_URL}{prefix}"))
+    .bind(n)
+    .execute(pool)
+    .await
+    .expect("insert");
+}
+
 /// Right after a bulk load, before anything has analyzed the table
 /// (autovacuum off, or behind), folds with nothing new to place must still
 /// look changes up through the index: a scan of every row on every fold
@@ -252,20 +355,37 @@ async fn rows_read_by_scans(conn: &mut sqlx::PgConnection) -> i64 {
     .expect("table statistics")
 }
 
-/// A fold on `conn`, as the service runs one.
+/// A fold of everything committed on `conn`, as the service runs one.
 async fn fold_on(conn: &mut sqlx::PgConnection) -> i64 {
+    let (folded, _, caught_up) = fold_batch_on(conn, None).await;
+    assert!(caught_up, "a fold without a bound catches up");
+    folded
+}
+
+/// A fold of at most `max_rows` changed rows on `conn`: what it folded,
+/// whether it began a pass, and whether it caught up.
+async fn fold_batch_on(conn: &mut sqlx::PgConnection, max_rows: Option<i64>) -> (i64, bool, bool) {
     exec_on(&mut *conn, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
     exec_on(
         &mut *conn,
         "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
     )
     .await;
-    let folded = sqlx::query_scalar("SELECT sitemap_fold()")
+    let batch = sqlx::query_as("SELECT folded, started, caught_up FROM sitemap_fold($1)")
+        .bind(max_rows)
         .fetch_one(&mut *conn)
         .await
         .expect("fold");
     exec_on(&mut *conn, "COMMIT").await;
-    folded
+    batch
+}
+
+/// Rows on pages, as the summaries count them.
+async fn placed_rows(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT coalesce(sum(url_count), 0)::bigint FROM sitemap_pages")
+        .fetch_one(pool)
+        .await
+        .expect("pages")
 }
 
 /// Index entries read through `sitemap_urls.change_xid` so far: what
@@ -288,7 +408,11 @@ async fn exec_on(conn: &mut sqlx::PgConnection, sql: &'static str) {
 /// checks that no one else can fold meanwhile, then ends the folding
 /// session before it commits, as a folder's death would. Returns what the
 /// fold had done.
-async fn fold_and_die(app: &TestApp, before_fold: impl Future<Output = ()>) -> i64 {
+async fn fold_and_die(
+    app: &TestApp,
+    max_rows: Option<i64>,
+    before_fold: impl Future<Output = ()>,
+) -> i64 {
     let mut folder = app.pool.acquire().await.expect("connection");
     let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
         .fetch_one(&mut *folder)
@@ -301,7 +425,8 @@ async fn fold_and_die(app: &TestApp, before_fold: impl Future<Output = ()>) -> i
     )
     .await;
     before_fold.await;
-    let folded: i64 = sqlx::query_scalar("SELECT sitemap_fold()")
+    let folded: i64 = sqlx::query_scalar("SELECT folded FROM sitemap_fold($1)")
+        .bind(max_rows)
         .fetch_one(&mut *folder)
         .await
         .expect("fold");
@@ -486,9 +611,13 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
     pool: PgPool,
 ) {
     const MAX_URLS: i64 = 20;
+    // Passes of several folds each, so that folders die in the middle of
+    // them as well as at their end.
+    const BATCH_ROWS: i64 = 16;
     let app = TestApp::spawn_with(pool, |s| {
         s.max_urls = MAX_URLS as u32;
         s.fold_interval_ms = 50;
+        s.fold_batch_rows = BATCH_ROWS as u64;
     })
     .await;
     app.insert_urls("a", "seed/a/", 60).await;
@@ -542,7 +671,7 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
     let killer = async {
         for _ in 0..5 {
             tokio::time::sleep(Duration::from_millis(150)).await;
-            fold_and_die(&app, async {}).await;
+            fold_and_die(&app, Some(BATCH_ROWS), async {}).await;
         }
     };
     // Rows never move: whenever two looks see a row with the same identity,
