@@ -24,6 +24,10 @@ ALTER TABLE sitemap_fold_state
         (folding_through IS NULL) = (read_through_xid IS NULL)
         AND (folding_through IS NULL) = (read_through_id IS NULL));
 
+-- Writers of sitemap_urls wait while it is built, once, at the upgrade
+-- (1.5 s at 5M rows here). It is larger than the index it replaces (30 MB
+-- against 6 MB per million rows written together, which the single column
+-- deduplicated) and costs a COPY nothing measurable.
 DROP INDEX sitemap_urls_change_idx;
 CREATE INDEX sitemap_urls_change_idx ON sitemap_urls (change_xid, id);
 
