@@ -56,11 +56,12 @@ $$;
 
 -- Reads into sitemap_fold_rows, in (change_xid, id) order, at most
 -- max_rows changed rows with change_xid in [low, high] and after
--- (after_xid, after_id); returns how many. Planned as an ordered walk of
+-- (after_xid, after_id), each marked with whether it may have a placement
+-- (no row past newest_placed has one); returns how many. Planned as an ordered walk of
 -- the index: a sort or a bitmap of the whole range would read every row
 -- of it on every batch.
 CREATE FUNCTION sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint,
-                                  max_rows bigint) RETURNS bigint
+                                  max_rows bigint, newest_placed bigint) RETURNS bigint
 LANGUAGE plpgsql SET enable_sort = off SET enable_bitmapscan = off SET enable_seqscan = off AS $$
 DECLARE
     taken bigint := 0;
@@ -71,7 +72,8 @@ BEGIN
         INSERT INTO sitemap_fold_rows
         SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
                sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
-               coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false
+               coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
+               u.id <= newest_placed
         FROM sitemap_urls u
         -- a range of one xid, not an equality: ordered by (change_xid,
         -- id), the scan can only be that index's, positioned at the row
@@ -87,7 +89,8 @@ BEGIN
     INSERT INTO sitemap_fold_rows
     SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
            sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
-           coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false
+           coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
+           u.id <= newest_placed
     FROM sitemap_urls u
     WHERE u.change_xid >= low AND u.change_xid <= high
     ORDER BY u.change_xid, u.id LIMIT max_rows - taken;
@@ -125,6 +128,7 @@ DECLARE
     after_id bigint;
     span record;
     batch_room bigint := max_rows;
+    newest_placed bigint := (SELECT max(id) FROM sitemap_placements);
     pass_done boolean;
 BEGIN
     IF current_setting('transaction_isolation') <> 'repeatable read' THEN
@@ -167,7 +171,11 @@ BEGIN
             videos integer NOT NULL,
             -- placed again (a configuration change, or it outgrew its
             -- page), not changed: not news
-            replaced boolean NOT NULL
+            replaced boolean NOT NULL,
+            -- it may have a placement: the joins with sitemap_placements
+            -- take only these (new rows of a bulk load have none, and
+            -- finding that out took a scan of every placement)
+            may_be_placed boolean NOT NULL
         ) ON COMMIT DELETE ROWS;
         -- each step's per-page deltas, applied once at the end (a page's
         -- count only falls before then, so placing against it is safe)
@@ -238,7 +246,8 @@ BEGIN
         CONTINUE WHEN span.high < after_xid;
         EXIT WHEN batch_room = 0;
         batch_room := batch_room - sitemap_fold_read(greatest(span.low, after_xid), span.high,
-                                                     after_xid, after_id, batch_room);
+                                                     after_xid, after_id, batch_room,
+                                                     coalesce(newest_placed, 0));
     END LOOP;
     pass_done := batch_room IS NULL OR batch_room > 0;
     WITH requeued AS (
@@ -249,7 +258,7 @@ BEGIN
     INSERT INTO sitemap_fold_rows
     SELECT NULL, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
            sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
-           coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), true
+           coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), true, true
     FROM requeued q JOIN sitemap_urls u ON u.id = q.id
     WHERE NOT EXISTS (SELECT 1 FROM sitemap_fold_rows f WHERE f.id = q.id);
     IF (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10001) c) > 10000 THEN
@@ -261,7 +270,7 @@ BEGIN
     -- again (it may fit now); both are placed again below.
     WITH moved AS (
         DELETE FROM sitemap_placements p USING sitemap_fold_rows f
-        WHERE p.id = f.id
+        WHERE p.id = f.id AND f.may_be_placed
           AND (p.page IS NULL
                OR (p.site, p.section, p.loc_hash) IS DISTINCT FROM (f.site, f.section, sitemap_loc_hash(f.loc)))
         RETURNING p.site, p.section, p.page, p.bytes, p.images, p.videos, p.alternates, p.cluster
@@ -278,7 +287,7 @@ BEGIN
     INSERT INTO sitemap_fold_clusters (cluster)
     SELECT f.cluster FROM sitemap_fold_rows f WHERE f.cluster IS NOT NULL
     UNION
-    SELECT p.cluster FROM sitemap_fold_rows f JOIN sitemap_placements p ON p.id = f.id
+    SELECT p.cluster FROM sitemap_fold_rows f JOIN sitemap_placements p ON p.id = f.id AND f.may_be_placed
     WHERE p.cluster IS NOT NULL
     ON CONFLICT DO NOTHING;
     IF EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN
@@ -290,7 +299,7 @@ BEGIN
     -- its page cannot hold what the growth adds: then the rows that grew
     -- leave it and are placed again, at the end of their section.
     WITH candidates AS (
-        SELECT f.id, NOT f.replaced AS announced FROM sitemap_fold_rows f
+        SELECT f.id, NOT f.replaced AS announced FROM sitemap_fold_rows f WHERE f.may_be_placed
         UNION
         SELECT p.id, true FROM sitemap_fold_clusters c JOIN sitemap_placements p ON p.cluster = c.cluster
         WHERE c.changed AND p.page IS NOT NULL
@@ -331,7 +340,7 @@ BEGIN
         -- placed again below; the feed hears of them here
         INSERT INTO sitemap_fold_rows
         SELECT NULL, s.id, s.site, s.section, s.loc, s.cluster, s.bytes - coalesce(k.link_bytes, 0),
-               s.images, s.videos, true
+               s.images, s.videos, true, true
         FROM sized s JOIN evicted e ON e.id = s.id
         LEFT JOIN sitemap_clusters k ON k.cluster = s.cluster AND k.problem IS NULL
         WHERE NOT EXISTS (SELECT 1 FROM sitemap_fold_rows f WHERE f.id = s.id)
@@ -374,7 +383,7 @@ BEGIN
         CROSS JOIN sitemap_settings c
         LEFT JOIN sitemap_sites s ON s.site = f.site
         LEFT JOIN sitemap_clusters k ON k.cluster = f.cluster AND k.problem IS NULL
-        WHERE NOT EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id)
+        WHERE NOT (f.may_be_placed AND EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id))
     ), sections AS MATERIALIZED (
         -- one look at each section's last page, not one per row
         SELECT g.site, g.section, coalesce(t.page, 1) AS tail,
