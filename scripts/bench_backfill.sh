@@ -67,8 +67,10 @@ watch_placement() {
         echo "$boundary $(now)"
     done
 }
-boundaries=$(seq "$chunk" "$chunk" "$rows")
-((rows % chunk == 0)) || boundaries="$boundaries $rows"
+# Every million rows, as folds commit batches of fold_batch_rows (default
+# 1M); chunk ends among them.
+step=$((chunk < 1000000 ? chunk : 1000000))
+boundaries=$( (seq "$step" "$step" "$rows"; seq "$chunk" "$chunk" "$rows"; echo "$rows") | sort -nu)
 # shellcheck disable=SC2086
 watch_placement $boundaries >"$work/placed" &
 watcher=$!
@@ -105,7 +107,9 @@ done
 wait "$watcher"
 watcher=
 awk 'NR == FNR { committed[$1] = $2; next }
-     { printf "rows up to %s: placed %.1f s after their COPY committed\n", $1, $2 - committed[$1] }' \
+     FNR == 1 { start = '"$first_copy"' }
+     $1 in committed { printf "rows up to %s: placed %.1f s after their COPY committed\n", $1, $2 - committed[$1]; next }
+     { printf "rows up to %s placed %.1f s after the first COPY began\n", $1, $2 - start }' \
     "$work/committed" "$work/placed"
 all_placed=$(tail -1 "$work/placed" | cut -d' ' -f2)
 server_rss=$(awk '/VmHWM/ {print $2 / 1024 " MiB"}' "/proc/$server/status")
