@@ -64,38 +64,29 @@ CREATE FUNCTION sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id 
                                   max_rows bigint, newest_placed bigint) RETURNS bigint
 LANGUAGE plpgsql SET enable_sort = off SET enable_bitmapscan = off SET enable_seqscan = off AS $$
 DECLARE
-    taken bigint := 0;
-    more bigint;
+    -- the transactions read whole: those after the one the last batch
+    -- stopped in, which is read on from its last row
+    whole_from xid8 := CASE WHEN low = after_xid THEN (low::text::bigint + 1)::text::xid8 ELSE low END;
+    taken bigint;
 BEGIN
-    IF low = after_xid THEN
-        -- the transaction the last batch stopped in: on from its last row
-        INSERT INTO sitemap_fold_rows
-        SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
-               sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
-               coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
-               u.id <= newest_placed
-        FROM sitemap_urls u
-        -- a range of one xid, not an equality: ordered by (change_xid,
-        -- id), the scan can only be that index's, positioned at the row
-        -- (the primary key's, filtered by xid, walks every later row)
-        WHERE u.change_xid >= low AND u.change_xid <= low AND u.id > after_id
-        ORDER BY u.change_xid, u.id LIMIT max_rows;
-        GET DIAGNOSTICS taken = ROW_COUNT;
-        IF taken = max_rows OR low = high THEN
-            RETURN taken;
-        END IF;
-        low := (low::text::bigint + 1)::text::xid8;
-    END IF;
     INSERT INTO sitemap_fold_rows
     SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
            sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
            coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
            u.id <= newest_placed
-    FROM sitemap_urls u
-    WHERE u.change_xid >= low AND u.change_xid <= high
-    ORDER BY u.change_xid, u.id LIMIT max_rows - taken;
-    GET DIAGNOSTICS more = ROW_COUNT;
-    RETURN taken + more;
+    FROM ((SELECT * FROM sitemap_urls
+           -- a range of one xid, not an equality: ordered by (change_xid,
+           -- id), the scan can only be that index's, positioned at the row
+           -- (the primary key's, filtered by xid, walks every later row)
+           WHERE low = after_xid AND change_xid >= low AND change_xid <= low AND id > after_id
+           ORDER BY change_xid, id LIMIT max_rows)
+          UNION ALL
+          (SELECT * FROM sitemap_urls
+           WHERE change_xid >= whole_from AND change_xid <= high
+           ORDER BY change_xid, id LIMIT max_rows)) u
+    ORDER BY u.change_xid, u.id LIMIT max_rows;
+    GET DIAGNOSTICS taken = ROW_COUNT;
+    RETURN taken;
 END $$;
 
 -- Folds the changes of the pass under way into pages, at most max_rows

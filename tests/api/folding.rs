@@ -150,17 +150,7 @@ async fn a_fold_killed_midway_leaves_nothing_and_another_takes_over(pool: PgPool
 /// read again by every fold, a core's worth of work for nothing.
 #[sqlx::test]
 async fn folds_leave_a_running_transactions_rows_unread(pool: PgPool) {
-    // The schema configured as the service does it, and no service: every
-    // fold goes through this one session, so its own counts are all there
-    // is to count.
-    let mut settings = sitemapd::config::Settings::defaults();
-    settings.base_url = BASE_URL.into();
-    let config = sitemapd::config::Config::new(settings).expect("valid settings");
-    sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
-        .await
-        .expect("prepared");
-    let mut folder = pool.acquire().await.expect("connection");
-    exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
+    let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
     // A table written by many transactions, with statistics, as a live one
     // is: folds look changes up by change_xid through its index.
     for batch in 0..100 {
@@ -187,11 +177,11 @@ async fn folds_leave_a_running_transactions_rows_unread(pool: PgPool) {
     for _ in 0..2 {
         assert_eq!(fold_on(&mut folder).await, 0);
     }
-    let before = change_index_reads(&mut folder).await;
+    let before = tuples_returned(&mut folder, "sitemap_urls_change_idx").await;
     for _ in 0..5 {
         assert_eq!(fold_on(&mut folder).await, 0);
     }
-    let reads = change_index_reads(&mut folder).await - before;
+    let reads = tuples_returned(&mut folder, "sitemap_urls_change_idx").await - before;
     assert!(
         reads < 10_000,
         "five folds read {reads} index entries of the running load's rows"
@@ -207,20 +197,15 @@ async fn folds_leave_a_running_transactions_rows_unread(pool: PgPool) {
 #[sqlx::test]
 async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
     const BATCH: i64 = 100;
-    let mut settings = sitemapd::config::Settings::defaults();
-    settings.base_url = BASE_URL.into();
-    settings.max_urls = 50;
-    settings.fold_batch_rows = BATCH as u64;
-    let config = sitemapd::config::Config::new(settings).expect("valid settings");
-    let state = sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
-        .await
-        .expect("prepared");
-    let mut folder = pool.acquire().await.expect("connection");
-    exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
+    let (state, mut folder) = prepared_without_a_service(&pool, |s| {
+        s.max_urls = 50;
+        s.fold_batch_rows = BATCH as u64;
+    })
+    .await;
     insert_rows(&pool, "bulk/", 1000).await;
     insert_rows(&pool, "late/", 5).await;
 
-    let before = change_index_reads(&mut folder).await;
+    let before = tuples_returned(&mut folder, "sitemap_urls_change_idx").await;
     assert_eq!(
         fold_batch_on(&mut folder, Some(BATCH)).await,
         (BATCH, true, false)
@@ -256,7 +241,7 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
         }
     }
     assert_eq!(pass, 1004, "the pass folds what committed before it began");
-    let reads = change_index_reads(&mut folder).await - before;
+    let reads = tuples_returned(&mut folder, "sitemap_urls_change_idx").await - before;
     assert!(
         reads < 1100,
         "the pass read {reads} index entries for 1,004 rows: batches re-read rows"
@@ -298,14 +283,7 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
 /// of 1M new rows onto 5M).
 #[sqlx::test]
 async fn folds_of_new_rows_leave_the_placements_unread(pool: PgPool) {
-    let mut settings = sitemapd::config::Settings::defaults();
-    settings.base_url = BASE_URL.into();
-    let config = sitemapd::config::Config::new(settings).expect("valid settings");
-    sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
-        .await
-        .expect("prepared");
-    let mut folder = pool.acquire().await.expect("connection");
-    exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
+    let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
     insert_rows(&pool, "placed/", 20_000).await;
     assert_eq!(fold_on(&mut folder).await, 20_000);
     exec_on(&mut folder, "ANALYZE sitemap_placements").await;
@@ -366,14 +344,7 @@ async fn insert_rows(pool: &PgPool, prefix: &str, n: i64) {
 /// took 119 s a fold at 70M rows.
 #[sqlx::test]
 async fn folds_find_changes_through_the_index_without_statistics(pool: PgPool) {
-    let mut settings = sitemapd::config::Settings::defaults();
-    settings.base_url = BASE_URL.into();
-    let config = sitemapd::config::Config::new(settings).expect("valid settings");
-    sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
-        .await
-        .expect("prepared");
-    let mut folder = pool.acquire().await.expect("connection");
-    exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
+    let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
     sqlx::query("INSERT INTO sitemap_urls (loc) SELECT $1 || g FROM generate_series(1, 100000) g")
         .bind(format!("{BASE_URL}bulk/"))
         .execute(&mut *folder)
@@ -388,27 +359,37 @@ async fn folds_find_changes_through_the_index_without_statistics(pool: PgPool) {
     .expect("reltuples");
     assert!(never_analyzed, "the table has no statistics yet");
 
-    let before = rows_read_by_scans(&mut folder).await;
+    let before = tuples_returned(&mut folder, "sitemap_urls").await;
     for _ in 0..3 {
         assert_eq!(fold_on(&mut folder).await, 0);
     }
-    let read = rows_read_by_scans(&mut folder).await - before;
+    let read = tuples_returned(&mut folder, "sitemap_urls").await - before;
     assert_eq!(
         read, 0,
         "three folds with nothing to fold scanned {read} rows"
     );
 }
 
-/// Rows of `sitemap_urls` read by sequential scans so far, counted as
-/// [`change_index_reads`] counts.
-async fn rows_read_by_scans(conn: &mut sqlx::PgConnection) -> i64 {
-    sqlx::query_scalar(
-        "SELECT pg_stat_get_tuples_returned(t) + pg_stat_get_xact_tuples_returned(t)
-         FROM CAST('sitemap_urls' AS regclass) t",
-    )
-    .fetch_one(conn)
-    .await
-    .expect("table statistics")
+/// The schema configured as the service does it, and no service: every
+/// fold goes through the connection returned, so its own statistics are
+/// all there is to count.
+async fn prepared_without_a_service(
+    pool: &PgPool,
+    configure: impl FnOnce(&mut sitemapd::config::Settings),
+) -> (
+    sitemapd::AppState,
+    sqlx::pool::PoolConnection<sqlx::Postgres>,
+) {
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.base_url = BASE_URL.into();
+    configure(&mut settings);
+    let config = sitemapd::config::Config::new(settings).expect("valid settings");
+    let state = sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
+        .await
+        .expect("prepared");
+    let mut folder = pool.acquire().await.expect("connection");
+    exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
+    (state, folder)
 }
 
 /// A fold of everything committed on `conn`, as the service runs one.
@@ -444,16 +425,17 @@ async fn placed_rows(pool: &PgPool) -> i64 {
         .expect("pages")
 }
 
-/// Index entries read through `sitemap_urls.change_xid` so far: what
+/// What `relation` (a table or an index) returned to scans so far: what
 /// sessions reported, and what this one has counted and not reported yet.
-async fn change_index_reads(conn: &mut sqlx::PgConnection) -> i64 {
+async fn tuples_returned(conn: &mut sqlx::PgConnection, relation: &str) -> i64 {
     sqlx::query_scalar(
-        "SELECT pg_stat_get_tuples_returned(i) + pg_stat_get_xact_tuples_returned(i)
-         FROM CAST('sitemap_urls_change_idx' AS regclass) i",
+        "SELECT pg_stat_get_tuples_returned(r) + pg_stat_get_xact_tuples_returned(r)
+         FROM CAST($1::text AS regclass) r",
     )
+    .bind(relation)
     .fetch_one(conn)
     .await
-    .expect("index statistics")
+    .expect("statistics")
 }
 
 async fn exec_on(conn: &mut sqlx::PgConnection, sql: &'static str) {
