@@ -6,7 +6,9 @@
 //! `.xml.gz`, newest first and a bounded number per round, one at a time,
 //! through the same build slots as requests. The first round only takes
 //! note of where things stand: warming a whole large site at start would
-//! evict more than it keeps.
+//! evict more than it keeps. While folds place a backlog in batches, rounds
+//! wait: rebuilding the pages of every batch of a bulk load took CPU from
+//! the load and its placement, and evicted pages for ones about to change.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -30,6 +32,14 @@ pub async fn run(pages: Arc<Pages>, sites: Vec<Site>, interval: Duration) {
     let mut seen: HashMap<String, OffsetDateTime> = HashMap::new();
     let mut first_round = true;
     loop {
+        match pages.renderer.store.placing_a_backlog().await {
+            Ok(false) => {}
+            Ok(true) => {
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+            Err(error) => tracing::debug!(%error, "warm-up: fold state unavailable"),
+        }
         for site in &sites {
             let summaries = match pages.renderer.store.index(&site.name).await {
                 Ok(summaries) => summaries,

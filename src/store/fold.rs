@@ -98,6 +98,16 @@ impl Store {
         }))
     }
 
+    /// Whether folds are placing a backlog larger than one of them reads:
+    /// a pass of several folds is under way.
+    pub async fn placing_a_backlog(&self) -> Result<bool, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT folding_through IS NOT NULL FROM sitemap_fold_state")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
     /// Deletes feed entries older than the retention, and the oldest past
     /// its row cap. Returns how many went. Folds append entries in order,
     /// so what goes is everything before one `seq`: the first entry young

@@ -11,7 +11,8 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
 use crate::helpers::{
-    BASE_URL, PAGE_READ, TestApp, database_url, gunzip, header, until_a_statement_waits_on_a_lock,
+    BASE_URL, PAGE_READ, TestApp, database_url, exec, gunzip, header,
+    until_a_statement_waits_on_a_lock,
 };
 
 /// A counter or gauge from `/metrics` (0 when not yet there).
@@ -185,6 +186,63 @@ async fn warm_up_rebuilds_changed_pages_before_anyone_asks(pool: PgPool) {
         metric(&app, r#"sitemapd_pages_served_total{source="memory"}"#).await,
         1.0
     );
+}
+
+/// A bulk load placed in several folds has its pages warmed once it is all
+/// placed, not after every fold.
+#[sqlx::test]
+async fn warm_up_waits_for_a_backlog_to_be_placed(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.warm_up_interval_ms = 50;
+        s.max_urls = 100;
+        s.fold_batch_rows = 100;
+        // The test folds; the service's loop only at its start.
+        s.fold_interval_ms = 3_600_000;
+    })
+    .await;
+    // The first round only notes where things stand.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    exec(
+        &app.pool,
+        &format!(
+            "INSERT INTO sitemap_urls (loc) SELECT '{BASE_URL}bulk/' || g FROM generate_series(1, 1000) g"
+        ),
+    )
+    .await;
+    // One fold of the backlog: page 1 is placed, and the pass goes on.
+    exec(
+        &app.pool,
+        "BEGIN ISOLATION LEVEL REPEATABLE READ;
+         LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE;
+         SELECT sitemap_fold(100);
+         COMMIT",
+    )
+    .await;
+    assert!(
+        app.state
+            .store
+            .placing_a_backlog()
+            .await
+            .expect("fold state")
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        metric(&app, "sitemapd_page_build_seconds_count").await,
+        0.0,
+        "a page was warmed while its backlog was being placed"
+    );
+
+    app.fold().await;
+    let mut waited = Duration::ZERO;
+    while metric(&app, "sitemapd_page_build_seconds_count").await < 10.0 {
+        assert!(
+            waited < Duration::from_secs(10),
+            "the ten pages of the load were not warmed once it was placed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    assert_eq!(built(&app).await, 0.0, "no request built a page");
 }
 
 /// Polls the page's ETag until it differs from `old` (bounded).
