@@ -7,7 +7,10 @@
 # size on disk, and scripts/bench_scale.py on the result (index, cold and
 # cached pages, peak RSS).
 #
-#   scripts/bench_backfill.sh [--rows N] [--chunk N] [--keep] BINARY OUT.json
+#   scripts/bench_backfill.sh [--rows N] [--chunk N] [--crawl-pages N] [--keep] BINARY OUT.json
+#
+# --crawl-pages bounds bench_scale.py's cold crawl to the first N pages (a
+# crawl of all 2,001 pages of 100M rows would take a quarter of an hour).
 #
 # Needs psql, python3 with psycopg, wrk and nginx (for bench_scale.py), and
 # PostgreSQL at $PG_BASE (default postgres://postgres@127.0.0.1:5432);
@@ -19,15 +22,17 @@ cd "$(dirname "$0")/.."
 rows=100000000
 chunk=10000000
 keep=false
+crawl=()
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rows) rows=$2; shift 2 ;;
         --chunk) chunk=$2; shift 2 ;;
+        --crawl-pages) crawl=(--crawl-pages "$2"); shift 2 ;;
         --keep) keep=true; shift ;;
         *) break ;;
     esac
 done
-[[ $# -eq 2 ]] || { echo "usage: $0 [--rows N] [--chunk N] [--keep] BINARY OUT.json" >&2; exit 2; }
+[[ $# -eq 2 ]] || { echo "usage: $0 [--rows N] [--chunk N] [--crawl-pages N] [--keep] BINARY OUT.json" >&2; exit 2; }
 binary=$1
 out=$2
 pg_base=${PG_BASE:-postgres://postgres@127.0.0.1:5432}
@@ -127,4 +132,4 @@ psql -qAt "$url" -c "SELECT 'database ' || pg_size_pretty(pg_database_size(curre
 
 label=$(python3 -c "print(f'{$rows / 1e6:g}M')")
 scripts/bench_scale.py --database-url "$url" --label "$label" --binary "$binary" \
-    --base-url "$base_url" --out "$out"
+    --base-url "$base_url" --out "$out" "${crawl[@]}"
