@@ -574,6 +574,59 @@ async fn the_change_feed_records_what_changed_in_commit_order(pool: PgPool) {
     assert_eq!(pruned, 0, "an empty feed");
 }
 
+/// Pruned entries' space is written again: the feed stays the size of what
+/// it keeps, where autovacuum is off (as on the machines this suite runs
+/// on) or behind.
+#[sqlx::test]
+async fn the_pruned_feed_makes_room_for_new_entries(pool: PgPool) {
+    // The service's own rounds (a prune at start) stay out of the way.
+    let app = TestApp::spawn_with(pool, |s| s.fold_interval_ms = 3_600_000).await;
+    let keep_1000 = sitemapd::store::Retention {
+        max_age: Duration::from_secs(3600),
+        max_rows: 1000,
+    };
+    app.insert_urls("default", "first/", 3000).await;
+    let pruned = app
+        .state
+        .store
+        .prune_changes(keep_1000)
+        .await
+        .expect("prune");
+    assert_eq!(pruned, 2000);
+    // The statistics hear of the deletions within seconds.
+    let mut rounds = 0;
+    while !app.state.store.reclaim_feed_space().await.expect("reclaim") {
+        rounds += 1;
+        assert!(
+            rounds < 300,
+            "2,000 pruned entries never made the feed due a vacuum"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !app.state.store.reclaim_feed_space().await.expect("reclaim"),
+        "nothing left to reclaim"
+    );
+    let feed_bytes = || async {
+        sqlx::query_scalar::<_, i64>("SELECT pg_relation_size('sitemap_changes')")
+            .fetch_one(&app.pool)
+            .await
+            .expect("feed size")
+    };
+    let before = feed_bytes().await;
+    app.insert_urls("default", "second/", 2000).await;
+    let entries: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_changes")
+        .fetch_one(&app.pool)
+        .await
+        .expect("feed");
+    assert_eq!(entries, 3000);
+    assert_eq!(
+        feed_bytes().await,
+        before,
+        "2,000 new entries take the space of the 2,000 pruned"
+    );
+}
+
 /// Every page and summary against the rows, once everything committed is
 /// folded: counts and bytes exact and within the limits, every servable
 /// row on exactly one page, nothing placed that is not a row, and every
