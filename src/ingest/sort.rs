@@ -71,24 +71,31 @@ impl KeySorter {
                 .into_iter()
                 .all(|span| emit(&rows[span])));
         }
-        if !self.spans.is_empty() {
-            self.spill()?;
-        }
+        // The rows still in memory join the merge from there: spilling
+        // them would put a write and a read of up to a run's bytes between
+        // the last record read and the first row out. They are sorted while
+        // the last full run is still being written.
+        let spans = std::mem::take(&mut self.spans);
+        let rest = keep_last_in_order(&self.rows, spans, self.key_fields);
         self.collect_spill()?;
-        let mut readers = Vec::with_capacity(self.runs.len());
-        for mut run in self.runs {
-            run.rewind()?;
-            readers.push(BufReader::with_capacity(64 * 1024, run));
+        let mut runs = Vec::with_capacity(self.runs.len() + 1);
+        for mut file in std::mem::take(&mut self.runs) {
+            file.rewind()?;
+            runs.push(Run::Spilled(BufReader::with_capacity(64 * 1024, file)));
         }
-        let mut heap = BinaryHeap::with_capacity(readers.len());
-        for (index, reader) in readers.iter_mut().enumerate() {
-            if let Some(row) = next_row(reader)? {
+        runs.push(Run::InMemory {
+            rows: &self.rows,
+            spans: rest.into_iter(),
+        });
+        let mut heap = BinaryHeap::with_capacity(runs.len());
+        for (index, run) in runs.iter_mut().enumerate() {
+            if let Some(row) = run.next_row()? {
                 heap.push(Reverse((row, index)));
             }
         }
         let mut pending: Option<Vec<u8>> = None;
         while let Some(Reverse((row, index))) = heap.pop() {
-            if let Some(next) = next_row(&mut readers[index])? {
+            if let Some(next) = runs[index].next_row()? {
                 heap.push(Reverse((next, index)));
             }
             if let Some(earlier) = pending.take()
@@ -167,9 +174,25 @@ fn keep_last_in_order(
     kept
 }
 
-fn next_row(reader: &mut BufReader<File>) -> io::Result<Option<Vec<u8>>> {
-    let mut row = Vec::new();
-    Ok((reader.read_until(b'\n', &mut row)? > 0).then_some(row))
+/// A sorted run being merged.
+enum Run<'a> {
+    Spilled(BufReader<File>),
+    InMemory {
+        rows: &'a [u8],
+        spans: std::vec::IntoIter<Range<usize>>,
+    },
+}
+
+impl Run<'_> {
+    fn next_row(&mut self) -> io::Result<Option<Vec<u8>>> {
+        match self {
+            Run::Spilled(reader) => {
+                let mut row = Vec::new();
+                Ok((reader.read_until(b'\n', &mut row)? > 0).then_some(row))
+            }
+            Run::InMemory { rows, spans } => Ok(spans.next().map(|span| rows[span].to_vec())),
+        }
+    }
 }
 
 /// The row's leading `fields` tab-ended fields.

@@ -197,12 +197,23 @@ impl Store {
     /// Connects to the configured database, creating it first if missing.
     pub async fn connect(settings: &Settings, workload: Workload) -> Result<Store, Error> {
         let url = settings.database_url.expose();
-        if !Postgres::database_exists(url).await? {
-            tracing::info!(database_url = %settings.database_url.redacted(), "creating database");
-            Postgres::create_database(url).await?;
-        }
         let options = workload.apply(PgConnectOptions::from_str(url)?);
-        let pool = pool_options(settings).connect_with(options).await?;
+        // Asked of the server only when connecting fails: every connection
+        // costs a handshake (two round trips of about 40 ms each with TLS).
+        let pool = match pool_options(settings).connect_with(options.clone()).await {
+            Err(sqlx::Error::Database(error))
+                if error.code().as_deref() == Some(NO_SUCH_DATABASE) =>
+            {
+                tracing::info!(database_url = %settings.database_url.redacted(), "creating database");
+                match Postgres::create_database(url).await {
+                    Err(sqlx::Error::Database(error))
+                        if error.code().as_deref() == Some(DATABASE_EXISTS) => {}
+                    created => created?,
+                }
+                pool_options(settings).connect_with(options).await?
+            }
+            connected => connected?,
+        };
         let read = match &settings.database_read_url {
             None => pool.clone(),
             Some(read_url) => {
@@ -522,6 +533,11 @@ impl Store {
         Ok(done.rows_affected())
     }
 }
+
+/// SQLSTATE `invalid_catalog_name`: the database named does not exist.
+const NO_SUCH_DATABASE: &str = "3D000";
+/// SQLSTATE `duplicate_database`: another process created it first.
+const DATABASE_EXISTS: &str = "42P04";
 
 fn pool_options(settings: &Settings) -> PgPoolOptions {
     PgPoolOptions::new()
