@@ -295,3 +295,40 @@ fn serve_without_postgres_says_how_to_get_one() {
     );
     assert!(message.contains("set DATABASE_URL"), "{message}");
 }
+
+#[sqlx::test]
+async fn migrate_creates_the_database_when_it_is_missing(pool: PgPool) {
+    // Named after the end of the test's own database name, which is
+    // unique and already at PostgreSQL's 63-byte limit.
+    let options = pool.connect_options();
+    let test_database = options.get_database().expect("a database");
+    let missing = format!(
+        "sitemapd_created_{}",
+        &test_database[test_database.len().saturating_sub(16)..]
+    );
+    let url = crate::helpers::database_url(&pool);
+    let url = format!("{}/{missing}", &url[..url.rfind('/').expect("a path")]);
+    let mut command = binary(&pool);
+    command
+        .arg("migrate")
+        .env("DATABASE_URL", &url)
+        .env("RUST_LOG", "info");
+    let migrated = output(command).await;
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+
+    let created = sqlx::PgPool::connect(&url).await.expect("the new database");
+    let tables: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_tables WHERE tablename IN ('sitemap_urls', 'sitemap_pages')",
+    )
+    .fetch_one(&created)
+    .await
+    .expect("tables");
+    created.close().await;
+    crate::helpers::exec(&pool, &format!("DROP DATABASE \"{missing}\" WITH (FORCE)")).await;
+    assert_eq!(tables, 2);
+    assert!(
+        stderr(&migrated).contains("creating database"),
+        "{}",
+        stderr(&migrated)
+    );
+}
