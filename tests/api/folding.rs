@@ -485,7 +485,14 @@ async fn fold_and_die(
 
 #[sqlx::test]
 async fn the_change_feed_records_what_changed_in_commit_order(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
+    // The service's own prunes keep 30 days, so only the test's (7 days)
+    // take the entries it ages by 8: the service's first prune, on a
+    // loaded machine, could otherwise land between the ageing and the
+    // test's prune.
+    let app = TestApp::spawn_with(pool, |s| {
+        s.change_log_retention = Duration::from_secs(30 * 86_400);
+    })
+    .await;
     let loc = |path: &str| format!("{BASE_URL}{path}");
     for sql in [
         format!(
