@@ -11,7 +11,7 @@ use sitemapd::store::{Store, Workload};
 use std::process::ExitCode;
 
 use sitemapd::ingest::formats::Input;
-use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
+use sitemapd::ingest::import::{self, ImportOptions, ImportReport};
 use tokio::net::TcpListener;
 
 /// jemalloc, with a background thread that hands freed memory back to the
@@ -119,20 +119,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
         }
         Command::Import { file, options } => {
-            let store = connect(&config, Workload::Bulk).await?;
             let input = if file == "-" {
                 Input::Stdin
             } else {
                 Input::File(file.into())
             };
-            let report = import(
-                &store,
-                &config.sites,
-                input,
-                &options,
-                sitemapd::progress::import(),
-            )
-            .await?;
+            // The file is read while the database is reached.
+            let reading =
+                import::begin(&config.sites, input, &options, sitemapd::progress::import())?;
+            let store = connect(&config, Workload::Bulk).await?;
+            let report = reading.finish(&store).await?;
             print_report(&report, &options);
             if report.invalid > 0 {
                 return Ok(ExitCode::from(1));
