@@ -157,18 +157,30 @@ pub fn begin(
     progress: impl Fn(Progress) + Send + Sync + 'static,
 ) -> Result<Reading, ImportError> {
     let format = format_of(&input, options)?;
-    let progress: Arc<dyn Fn(Progress) + Send + Sync> = Arc::new(progress);
-    Ok(Reading::start(sites, input, options, format, progress))
+    Ok(Reading::start(Source {
+        sites: sites.to_vec(),
+        input,
+        options: options.clone(),
+        format,
+        progress: Arc::new(progress),
+    }))
 }
 
-/// An import whose input is being read; [`Reading::finish`] writes it.
-/// Dropped unfinished, it writes nothing and its reader stops.
-pub struct Reading {
+/// What an import reads, and how: all a reader thread needs, and all it
+/// takes to read the input again.
+#[derive(Clone)]
+struct Source {
     sites: Vec<Site>,
     input: Input,
     options: ImportOptions,
     format: Format,
     progress: Arc<dyn Fn(Progress) + Send + Sync>,
+}
+
+/// An import whose input is being read; [`Reading::finish`] writes it.
+/// Dropped unfinished, it writes nothing and its reader stops.
+pub struct Reading {
+    source: Source,
     /// Tells the reader how the rows will be written, once that is known.
     path: std::sync::mpsc::SyncSender<Path>,
     rows: mpsc::Receiver<Vec<u8>>,
@@ -178,45 +190,22 @@ pub struct Reading {
 impl std::fmt::Debug for Reading {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reading")
-            .field("input", &self.input.name())
-            .field("format", &self.format)
+            .field("input", &self.source.input.name())
+            .field("format", &self.source.format)
             .finish_non_exhaustive()
     }
 }
 
 impl Reading {
-    fn start(
-        sites: &[Site],
-        input: Input,
-        options: &ImportOptions,
-        format: Format,
-        progress: Arc<dyn Fn(Progress) + Send + Sync>,
-    ) -> Reading {
-        let (site, section) = target(sites, options);
+    fn start(source: Source) -> Reading {
         let (tx, rows) = mpsc::channel::<Vec<u8>>(BATCHES_IN_FLIGHT);
         let (path, path_rx) = std::sync::mpsc::sync_channel::<Path>(1);
         let reader = {
-            let sites = sites.to_vec();
-            let options = options.clone();
-            let (input, progress) = (input.clone(), progress.clone());
-            tokio::task::spawn_blocking(move || {
-                let job = ReadJob {
-                    format,
-                    input: &input,
-                    options: &options,
-                    tx: &tx,
-                    progress: progress.as_ref(),
-                    path: &path_rx,
-                };
-                read_and_validate(&sites, &site, &section, &job)
-            })
+            let source = source.clone();
+            tokio::task::spawn_blocking(move || read_and_validate(&source, &tx, &path_rx))
         };
         Reading {
-            sites: sites.to_vec(),
-            input,
-            options: options.clone(),
-            format,
-            progress,
+            source,
             path,
             rows,
             reader,
@@ -232,40 +221,31 @@ impl Reading {
     /// on the unique index, rolls back whole, and the file is imported
     /// again the usual way.
     pub async fn finish(self, store: &Store) -> Result<ImportReport, ImportError> {
-        let names: Vec<&str> = self.sites.iter().map(|site| site.name.as_str()).collect();
+        let source = &self.source;
+        let names: Vec<&str> = source.sites.iter().map(|site| site.name.as_str()).collect();
         let first_load =
-            matches!(self.input, Input::File(_)) && store.holds_no_rows_of(&names).await?;
+            matches!(source.input, Input::File(_)) && store.holds_no_rows_of(&names).await?;
         if !first_load {
             return self.write(store, Path::Upsert).await;
         }
-        let again = (
-            self.sites.clone(),
-            self.input.clone(),
-            self.options.clone(),
-            self.format,
-            self.progress.clone(),
-        );
+        let again = source.clone();
         match self.write(store, Path::FirstLoad).await {
             Err(ImportError::Store(error)) if error.is_unique_violation() => tracing::info!(
                 "another writer added one of the file's URLs during its first load: importing it again with an upsert"
             ),
             done => return done,
         }
-        let (sites, input, options, format, progress) = again;
-        Reading::start(&sites, input, &options, format, progress)
-            .write(store, Path::Upsert)
-            .await
+        Reading::start(again).write(store, Path::Upsert).await
     }
 
     async fn write(self, store: &Store, path: Path) -> Result<ImportReport, ImportError> {
         let Reading {
-            sites,
-            options,
+            source,
             path: path_tx,
             rows,
             reader,
-            ..
         } = self;
+        let options = &source.options;
         // A reader that stopped early (a read error) says why when joined.
         let _ = path_tx.send(path);
         let mut session = store.begin_import().await?;
@@ -283,7 +263,7 @@ impl Reading {
         // A failed read stops the copy midway: its error says why.
         let mut report = read?;
         let copied = copied?;
-        let (site, section) = target(&sites, &options);
+        let (site, section) = target(&source.sites, options);
         let replace = options.replace.then_some((site.as_str(), section.as_str()));
         report.counts = match copied {
             None => session.apply(replace).await?,
@@ -339,32 +319,23 @@ pub async fn write_records(
     Ok(counts)
 }
 
-/// What the reader thread reads, how, and where it sends rows and progress.
-struct ReadJob<'a> {
-    format: Format,
-    input: &'a Input,
-    options: &'a ImportOptions,
-    tx: &'a mpsc::Sender<Vec<u8>>,
-    progress: &'a (dyn Fn(Progress) + Send + Sync),
-    /// How the rows will be written: known once the database is reached.
-    path: &'a std::sync::mpsc::Receiver<Path>,
-}
-
+/// Reads, validates and sorts `source`, then, once `path` says how they
+/// will be written, sends the rows to `tx` in batches.
 fn read_and_validate(
-    sites: &[Site],
-    site: &str,
-    section: &str,
-    job: &ReadJob<'_>,
+    source: &Source,
+    tx: &mpsc::Sender<Vec<u8>>,
+    path: &std::sync::mpsc::Receiver<Path>,
 ) -> Result<ImportReport, ImportError> {
-    let ReadJob {
-        format,
+    let Source {
+        sites,
         input,
         options,
-        tx,
+        format,
         progress,
-        path,
-    } = *job;
-    let validator = Validator::new(sites, site, section, OffsetDateTime::now_utc());
+    } = source;
+    let (format, progress) = (*format, progress.as_ref());
+    let (site, section) = target(sites, options);
+    let validator = Validator::new(sites, &site, &section, OffsetDateTime::now_utc());
     let read_options = ReadOptions {
         ignore_unknown_fields: options.ignore_unknown_fields,
         ..ReadOptions::default()
