@@ -32,6 +32,16 @@ pub async fn run(pages: Arc<Pages>, sites: Vec<Site>, interval: Duration) {
     let mut seen: HashMap<String, OffsetDateTime> = HashMap::new();
     let mut first_round = true;
     loop {
+        let mut read = Vec::with_capacity(sites.len());
+        for site in &sites {
+            match pages.renderer.store.index(&site.name).await {
+                Ok(summaries) => read.push((site, summaries)),
+                Err(error) => tracing::debug!(%error, "warm-up: summaries unavailable"),
+            }
+        }
+        // Asked after the summaries were read: a fold commits its pages
+        // and the fold state together, so summaries showing a batch of a
+        // backlog are always followed by a state that shows the backlog.
         match pages.renderer.store.placing_a_backlog().await {
             Ok(false) => {}
             Ok(true) => {
@@ -40,14 +50,7 @@ pub async fn run(pages: Arc<Pages>, sites: Vec<Site>, interval: Duration) {
             }
             Err(error) => tracing::debug!(%error, "warm-up: fold state unavailable"),
         }
-        for site in &sites {
-            let summaries = match pages.renderer.store.index(&site.name).await {
-                Ok(summaries) => summaries,
-                Err(error) => {
-                    tracing::debug!(%error, "warm-up: summaries unavailable");
-                    continue;
-                }
-            };
+        for (site, summaries) in read {
             let since = seen.get(&site.name).copied();
             if let Some(newest) = summaries.iter().map(|p| p.lastmod).max() {
                 seen.insert(site.name.clone(), newest);
