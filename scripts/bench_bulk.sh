@@ -2,9 +2,12 @@
 # Plain-SQL bulk load, side by side: the same N rows are COPYed into
 # sitemap_urls (with its triggers) and into a copy of it with the same
 # columns, defaults, CHECKs and indexes but no triggers, alternating, in one
-# run (which goes first alternates over runs); then the service's fold places the sitemap_urls rows, timed on its own.
+# run (which goes first alternates over runs); then the service's folds
+# place the sitemap_urls rows, timed on their own: one fold per batch of
+# --batch rows (the service's fold_batch_rows, 1,000,000), as the service
+# runs them, until the pass is done.
 #
-#   scripts/bench_bulk.sh [--rows N] [--runs N] BINARY
+#   scripts/bench_bulk.sh [--rows N] [--runs N] [--batch N] BINARY
 #
 # Needs psql and PostgreSQL at $PG_BASE (default
 # postgres://postgres@127.0.0.1:5432); creates and drops sitemapd_bench_bulk.
@@ -12,14 +15,16 @@ set -euo pipefail
 
 rows=10000000
 runs=2
+batch=1000000
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rows) rows=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
+        --batch) batch=$2; shift 2 ;;
         *) break ;;
     esac
 done
-[[ $# -eq 1 ]] || { echo "usage: $0 [--rows N] [--runs N] BINARY" >&2; exit 2; }
+[[ $# -eq 1 ]] || { echo "usage: $0 [--rows N] [--runs N] [--batch N] BINARY" >&2; exit 2; }
 binary=$1
 pg_base=${PG_BASE:-postgres://postgres@127.0.0.1:5432}
 db=sitemapd_bench_bulk
@@ -51,9 +56,17 @@ for run in $(seq 1 "$runs"); do
     done
     psql -q "$url" -c "CHECKPOINT"
     start=$(now)
-    psql -qAt "$url" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
-        -c "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE" \
-        -c "SELECT 'folded ' || folded FROM sitemap_fold()" -c "COMMIT"
-    echo "run $run: fold: $(echo "$(now) - $start" | bc) s"
+    folds=0
+    while :; do
+        # the settings the service's folds run with (Store::fold_batch)
+        caught_up=$(psql -qAt "$url" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
+            -c "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE" \
+            -c "SET LOCAL work_mem = '64MB'" -c "SET LOCAL jit = off" \
+            -c "SELECT caught_up FROM sitemap_fold($batch)" -c "COMMIT")
+        folds=$((folds + 1))
+        [[ $caught_up == t ]] && break
+    done
+    seconds=$(echo "$(now) - $start" | bc)
+    echo "run $run: fold: $seconds s in $folds folds, $(echo "$rows / $seconds" | bc) rows/s"
     psql -q "$pg_base/postgres" -c "DROP DATABASE $db"
 done

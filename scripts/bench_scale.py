@@ -178,7 +178,7 @@ PAGE_QUERY = """
 SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
        u.images::text AS images, u.videos::text AS videos,
        k.hreflangs, k.hrefs, p.bytes AS reserved
-FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
 LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
 WHERE p.site = 'default' AND p.section = {} AND p.page = {}
   AND u.site = p.site AND u.section = p.section

@@ -110,7 +110,7 @@ impl Store {
                         coalesce(jsonb_array_length(u.videos), 0) AS videos,
                         coalesce(cardinality(k.hreflangs), 0) AS alternates,
                         u.news IS NOT NULL AS news
-                 FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+                 FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
                  LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
                  WHERE p.site = $1 AND p.section = $2 AND p.page = $3
                    AND u.site = p.site AND u.section = p.section
@@ -133,14 +133,13 @@ impl Store {
             sqlx::query_as(
                 "SELECT u.section, p.page, p.skip_reason,
                         CASE WHEN p.page IS NULL THEN 0 ELSE
-                            (SELECT count(*) FROM sitemap_placements q
+                            (SELECT count(*) FROM sitemap_placed q
                              WHERE q.site = p.site AND q.section = p.section
                                AND q.page = p.page AND q.id < p.id)
                         END AS position
                  FROM sitemap_urls u
-                 LEFT JOIN sitemap_placements p
-                     ON p.id = u.id AND p.site = u.site AND p.section = u.section
-                    AND p.loc_hash = sitemap_loc_hash(u.loc)
+                 LEFT JOIN LATERAL sitemap_placement_of(u.id) p
+                     ON p.site = u.site AND p.section = u.section AND p.loc_hash = sitemap_loc_hash(u.loc)
                  WHERE u.site = $1 AND u.loc = $2",
             )
             .bind(site)

@@ -378,7 +378,7 @@ impl Store {
             "SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
                     u.images::text AS images, u.videos::text AS videos,
                     k.hreflangs, k.hrefs, p.bytes AS reserved
-             FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+             FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
              LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
              WHERE p.site = $1 AND p.section = $2 AND p.page = $3
                AND u.site = p.site AND u.section = p.section

@@ -86,9 +86,8 @@ impl Store {
                     u.images::text AS images, u.videos::text AS videos, u.news::text AS news,
                     k.hreflangs, k.hrefs, k.problem AS alternates_problem
              FROM sitemap_urls u
-             LEFT JOIN sitemap_placements p
-                 ON p.id = u.id AND p.site = u.site AND p.section = u.section
-                AND p.loc_hash = sitemap_loc_hash(u.loc)
+             LEFT JOIN LATERAL sitemap_placement_of(u.id) p
+                 ON p.site = u.site AND p.section = u.section AND p.loc_hash = sitemap_loc_hash(u.loc)
              LEFT JOIN sitemap_clusters k ON k.cluster = u.hreflang_cluster
              WHERE u.site = $1 AND u.loc = $2",
         )

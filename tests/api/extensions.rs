@@ -432,7 +432,7 @@ async fn reserved_bytes_bound_every_entry_as_written(pool: PgPool) {
     let (_, xml) = app.plain_page("/sitemap-1.xml").await;
     let xml = String::from_utf8(xml).expect("UTF-8");
     let reserved: BTreeMap<String, i32> = sqlx::query_as(
-        "SELECT u.loc, p.bytes FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id",
+        "SELECT u.loc, p.bytes FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id",
     )
     .fetch_all(&app.pool)
     .await

@@ -286,7 +286,11 @@ async fn folds_of_new_rows_leave_the_placements_unread(pool: PgPool) {
     let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
     insert_rows(&pool, "placed/", 20_000).await;
     assert_eq!(fold_on(&mut folder).await, 20_000);
-    exec_on(&mut folder, "ANALYZE sitemap_placements").await;
+    exec_on(
+        &mut folder,
+        "ANALYZE sitemap_placements, sitemap_placement_runs",
+    )
+    .await;
 
     insert_rows(&pool, "new/", 20_000).await;
     let before = placement_reads(&mut folder).await;
@@ -304,22 +308,113 @@ async fn folds_of_new_rows_leave_the_placements_unread(pool: PgPool) {
     )
     .await;
     assert_eq!(fold_on(&mut folder).await, 1);
-    let on_page: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_placements")
+    let on_page: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_placed")
         .fetch_one(&pool)
         .await
         .expect("placements");
     assert_eq!(on_page, 40_000, "placed once each");
 }
 
-/// Rows of `sitemap_placements` read by scans, and index entries read and
-/// index scans begun on it, so far.
+/// A bulk load is kept in runs of up to 64 rows, one row of
+/// `sitemap_placement_runs` each. A row a fold changes or removes leaves its
+/// run first: changed in place, it stays on its page, placed alone; renamed,
+/// it is placed again at the end. Pages keep serving exactly their rows.
+#[sqlx::test]
+async fn new_rows_are_placed_in_runs_and_changed_ones_leave_them(pool: PgPool) {
+    const MAX_URLS: i64 = 100;
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = MAX_URLS as u32).await;
+    app.insert_urls("", "bulk/", 1_000).await;
+    // Ten pages of 100: a run of 64 and one of 36 on each.
+    assert_eq!(placement_shape(&app.pool).await, (20, 1_000, 0));
+    check_invariants(&app, MAX_URLS).await;
+
+    let page_of = |loc: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, Option<i32>>(
+                "SELECT p.page FROM sitemap_urls u CROSS JOIN LATERAL sitemap_placement_of(u.id) p
+                 WHERE u.loc = $1",
+            )
+            .bind(loc)
+            .fetch_one(&pool)
+            .await
+            .expect("placement")
+        }
+    };
+    let loc = |n: u32| format!("{BASE_URL}bulk/{n}");
+    assert_eq!(page_of(loc(150)).await, Some(2));
+    let feed_end: i64 = sqlx::query_scalar("SELECT max(seq) FROM sitemap_changes")
+        .fetch_one(&app.pool)
+        .await
+        .expect("feed");
+    for sql in [
+        format!(
+            "UPDATE sitemap_urls SET lastmod = '2026-11-01' WHERE loc = '{}'",
+            loc(150)
+        ),
+        format!("DELETE FROM sitemap_urls WHERE loc = '{}'", loc(151)),
+        format!(
+            "UPDATE sitemap_urls SET loc = loc || '-renamed' WHERE loc = '{}'",
+            loc(152)
+        ),
+        format!(
+            "UPDATE sitemap_urls SET images = '[{{\"loc\": \"https://cdn.example.net/153.jpg\"}}]'
+             WHERE loc = '{}'",
+            loc(153)
+        ),
+    ] {
+        exec(&app.pool, &sql).await;
+    }
+    app.fold().await;
+    assert_eq!(page_of(loc(150)).await, Some(2), "changed in place");
+    assert_eq!(page_of(loc(153)).await, Some(2), "grown in place");
+    assert_eq!(
+        page_of(format!("{}-renamed", loc(152))).await,
+        Some(11),
+        "a renamed row is placed again at the end"
+    );
+    // 150 and 153 placed alone; 151 gone; 152 renamed is a run of its own.
+    assert_eq!(placement_shape(&app.pool).await, (21, 997, 2));
+    let feed: Vec<(String, String)> = sqlx::query_as(
+        "SELECT change, loc FROM sitemap_changes WHERE seq > $1 ORDER BY change, loc",
+    )
+    .bind(feed_end)
+    .fetch_all(&app.pool)
+    .await
+    .expect("feed");
+    let expected = [
+        ("added", format!("{}-renamed", loc(152))),
+        ("removed", loc(151)),
+        ("removed", loc(152)),
+        ("updated", loc(150)),
+        ("updated", loc(153)),
+    ]
+    .map(|(change, loc)| (change.to_owned(), loc));
+    assert_eq!(feed, expected);
+    check_invariants(&app, MAX_URLS).await;
+}
+
+/// Runs, the URLs they hold, and rows placed alone.
+async fn placement_shape(pool: &PgPool) -> (i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM sitemap_placement_runs),
+                (SELECT coalesce(sum(cardinality(ids)), 0) FROM sitemap_placement_runs)::bigint,
+                (SELECT count(*) FROM sitemap_placements)",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("placements")
+}
+
+/// Rows of `sitemap_placements` and `sitemap_placement_runs` read by scans,
+/// and index entries read and index scans begun on them, so far.
 async fn placement_reads(conn: &mut sqlx::PgConnection) -> i64 {
     sqlx::query_scalar(
-        "SELECT pg_stat_get_tuples_returned(t) + pg_stat_get_xact_tuples_returned(t)
-                + (SELECT sum(pg_stat_get_tuples_returned(i.indexrelid) + pg_stat_get_xact_tuples_returned(i.indexrelid)
-                              + pg_stat_get_numscans(i.indexrelid) + pg_stat_get_xact_numscans(i.indexrelid))
-                   FROM pg_index i WHERE i.indrelid = t)::bigint
-         FROM CAST('sitemap_placements' AS regclass) t",
+        "SELECT sum(pg_stat_get_tuples_returned(t) + pg_stat_get_xact_tuples_returned(t)
+                    + (SELECT sum(pg_stat_get_tuples_returned(i.indexrelid) + pg_stat_get_xact_tuples_returned(i.indexrelid)
+                                  + pg_stat_get_numscans(i.indexrelid) + pg_stat_get_xact_numscans(i.indexrelid))
+                       FROM pg_index i WHERE i.indrelid = t))::bigint
+         FROM unnest(ARRAY['sitemap_placements'::regclass, 'sitemap_placement_runs'::regclass]) t",
     )
     .fetch_one(conn)
     .await
@@ -644,7 +739,7 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
         "SELECT s.section, s.page, s.url_count, coalesce(p.n, 0)
          FROM sitemap_pages s
          LEFT JOIN (SELECT site, section, page, count(*) AS n, sum(bytes) AS b
-                    FROM sitemap_placements WHERE page IS NOT NULL
+                    FROM sitemap_placed WHERE page IS NOT NULL
                     GROUP BY site, section, page) p
              ON (p.site, p.section, p.page) = (s.site, s.section, s.page)
          WHERE s.url_count <> coalesce(p.n, 0) OR s.bytes <> coalesce(p.b, 0)
@@ -657,7 +752,7 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
     .expect("summaries");
     assert_eq!(wrong_summaries, [], "summaries exact and within limits");
     let unsummarised: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM sitemap_placements p
+        "SELECT count(*) FROM sitemap_placed p
          WHERE p.page IS NOT NULL AND NOT EXISTS (
              SELECT 1 FROM sitemap_pages s WHERE (s.site, s.section, s.page) = (p.site, p.section, p.page))",
     )
@@ -667,14 +762,20 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
     assert_eq!(unsummarised, 0);
     let misplaced: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sitemap_urls u
-         FULL JOIN sitemap_placements p ON p.id = u.id
+         FULL JOIN sitemap_placed p ON p.id = u.id
          WHERE u.id IS NULL OR p.id IS NULL
             OR (p.site, p.section, p.loc_hash) <> (u.site, u.section, sitemap_loc_hash(u.loc))",
     )
     .fetch_one(&app.pool)
     .await
     .expect("placements");
-    assert_eq!(misplaced, 0, "every row placed once, as it is");
+    assert_eq!(misplaced, 0, "every row placed, as it is");
+    let placed_twice: i64 =
+        sqlx::query_scalar("SELECT count(*) - count(DISTINCT id) FROM sitemap_placed")
+            .fetch_one(&app.pool)
+            .await
+            .expect("placements");
+    assert_eq!(placed_twice, 0, "no row both in a run and placed alone");
     app.state.pages.summaries.invalidate();
     assert_eq!(app.served_locs().await, app.table_locs().await);
 }
@@ -682,7 +783,7 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
 /// Where each row is, by id, with the identity it was placed with.
 async fn placements(pool: &PgPool) -> HashMap<i64, (String, i64, Option<i32>)> {
     sqlx::query_as::<_, (i64, String, i64, Option<i32>)>(
-        "SELECT id, section, loc_hash, page FROM sitemap_placements",
+        "SELECT id, section, loc_hash, page FROM sitemap_placed",
     )
     .fetch_all(pool)
     .await
@@ -860,7 +961,7 @@ async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| s.max_urls = 5).await;
     let rows_after: Vec<(i64, Option<i32>, Option<String>)> = sqlx::query_as(
         "SELECT u.id, p.page, p.skip_reason FROM sitemap_urls u
-         JOIN sitemap_placements p ON p.id = u.id ORDER BY u.id",
+         JOIN sitemap_placed p ON p.id = u.id ORDER BY u.id",
     )
     .fetch_all(&pool)
     .await
@@ -876,7 +977,7 @@ async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
     let expected: Vec<(String, Vec<String>)> = sqlx::query_as::<_, (String, Vec<String>)>(
         "SELECT '/sitemap-' || CASE WHEN u.section = '' THEN '' ELSE u.section || '-' END || p.page || '.xml.gz',
                 array_agg(u.loc ORDER BY u.id)
-         FROM sitemap_urls u JOIN sitemap_placements p ON p.id = u.id
+         FROM sitemap_urls u JOIN sitemap_placed p ON p.id = u.id
          WHERE p.page IS NOT NULL
          GROUP BY u.section, p.page ORDER BY u.section, p.page",
     )
@@ -898,5 +999,104 @@ async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
         .rfind(|(path, _)| !path.contains("news"))
         .expect("a default page");
     assert_eq!(last.1.last(), Some(&format!("{BASE_URL}p/new")));
+    check_invariants(&app, 5).await;
+}
+
+/// A database whose rows the previous fold placed one by one upgrades with
+/// every row on its page and every summary as it was, so every page serves
+/// what it served; rows placed after it form runs from where it left off.
+#[sqlx::test(migrations = false)]
+async fn placements_of_the_previous_fold_stay_where_they_are(pool: PgPool) {
+    sqlx::migrate!()
+        .run_to(20261129000002, &pool)
+        .await
+        .expect("previous schema");
+    let budget = 52_428_800 - sitemapd::sitemap::DOCUMENT_RESERVE as i64;
+    sqlx::query("SELECT sitemap_configure_limits(5, $1)")
+        .bind(budget)
+        .execute(&pool)
+        .await
+        .expect("limits");
+    exec(
+        &pool,
+        "SELECT sitemap_configure_site('default', 'https://www.example.com', '/')",
+    )
+    .await;
+    let mut folder = pool.acquire().await.expect("connection");
+    for sql in [
+        format!(
+            "INSERT INTO sitemap_urls (loc) SELECT '{BASE_URL}p/' || g FROM generate_series(1, 12) g"
+        ),
+        format!(
+            "INSERT INTO sitemap_urls (section, loc) SELECT 'news', '{BASE_URL}n/' || g FROM generate_series(1, 7) g"
+        ),
+        format!("DELETE FROM sitemap_urls WHERE loc IN ('{BASE_URL}p/2', '{BASE_URL}p/7')"),
+        format!(
+            "UPDATE sitemap_urls SET loc = '{BASE_URL}p/3-renamed' WHERE loc = '{BASE_URL}p/3'"
+        ),
+        "INSERT INTO sitemap_urls (loc) VALUES ('https://elsewhere.example/x')".to_owned(),
+    ] {
+        exec(&pool, &sql).await;
+        fold_on(&mut folder).await;
+    }
+    drop(folder);
+    let placed = |pool: PgPool, table: &'static str| async move {
+        sqlx::query_as::<_, (i64, Option<i32>, Option<String>, i32)>(sqlx::AssertSqlSafe(format!(
+            "SELECT id, page, skip_reason, bytes FROM {table} ORDER BY id"
+        )))
+        .fetch_all(&pool)
+        .await
+        .expect("placements")
+    };
+    let placed_before = placed(pool.clone(), "sitemap_placements").await;
+    assert_eq!(placed_before.len(), 18, "every row placed or left out");
+    type Summary = (String, i32, i32, i64, time::OffsetDateTime);
+    let summaries = |pool: PgPool| async move {
+        sqlx::query_as::<_, Summary>(
+            "SELECT section, page, url_count, bytes, lastmod FROM sitemap_pages ORDER BY section, page",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("summaries")
+    };
+    let summaries_before = summaries(pool.clone()).await;
+
+    sitemapd::store::Store::from_pool(pool.clone())
+        .migrate()
+        .await
+        .expect("upgrade");
+    let app = TestApp::spawn_with(pool.clone(), |s| s.max_urls = 5).await;
+    assert_eq!(placed(pool.clone(), "sitemap_placed").await, placed_before);
+    assert_eq!(summaries(pool.clone()).await, summaries_before);
+    let page = |crawl: &[(String, Vec<String>)], path: &str| {
+        crawl
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, locs)| locs.clone())
+            .unwrap_or_else(|| panic!("{path} served"))
+    };
+    let locs = |names: &[&str]| -> Vec<String> {
+        names.iter().map(|n| format!("{BASE_URL}{n}")).collect()
+    };
+    let served = app.crawl().await;
+    assert_eq!(served.len(), 5, "three default pages and two of news");
+    assert_eq!(
+        page(&served, "/sitemap-1.xml.gz"),
+        locs(&["p/1", "p/4", "p/5"])
+    );
+    assert_eq!(
+        page(&served, "/sitemap-3.xml.gz"),
+        locs(&["p/3-renamed", "p/11", "p/12"])
+    );
+
+    // New rows fill the last page, then a new one, as runs.
+    app.insert_urls("", "q/", 4).await;
+    assert_eq!(placement_shape(&pool).await, (2, 4, 18));
+    let served = app.crawl().await;
+    assert_eq!(
+        page(&served, "/sitemap-3.xml.gz"),
+        locs(&["p/3-renamed", "p/11", "p/12", "q/1", "q/2"])
+    );
+    assert_eq!(page(&served, "/sitemap-4.xml.gz"), locs(&["q/3", "q/4"]));
     check_invariants(&app, 5).await;
 }

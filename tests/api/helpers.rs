@@ -284,7 +284,7 @@ impl TestApp {
     /// The locs the table holds for the served site, sorted.
     pub async fn table_locs(&self) -> Vec<String> {
         sqlx::query_scalar(
-            "SELECT u.loc FROM sitemap_urls u JOIN sitemap_placements p ON p.id = u.id
+            "SELECT u.loc FROM sitemap_urls u JOIN sitemap_placed p ON p.id = u.id
              WHERE u.site = 'default' AND p.skip_reason IS NULL ORDER BY u.loc COLLATE \"C\"",
         )
         .fetch_all(&self.pool)
@@ -347,7 +347,7 @@ pub async fn exec(pool: &PgPool, sql: &str) {
 
 /// Part of the statement that reads a page's rows, for
 /// [`until_a_statement_waits_on_a_lock`].
-pub const PAGE_READ: &str = "FROM sitemap_placements p JOIN sitemap_urls u";
+pub const PAGE_READ: &str = "FROM sitemap_placed p JOIN sitemap_urls u";
 
 /// Waits until a statement on this test's database whose text contains
 /// `statement` is waiting for a lock (polling every 20 ms, for 10 s at
