@@ -5,7 +5,9 @@
 # run (which goes first alternates over runs); then the service's folds
 # place the sitemap_urls rows, timed on their own: one fold per batch of
 # --batch rows (the service's fold_batch_rows, 1,000,000), as the service
-# runs them, until the pass is done.
+# runs them, until the pass is done, while a second connection writes the
+# feed entries they keep out to the feed, as the service's writer does.
+# Both times are printed: rows on their pages, and the feed written too.
 #
 #   scripts/bench_bulk.sh [--rows N] [--runs N] [--batch N] BINARY
 #
@@ -56,6 +58,22 @@ for run in $(seq 1 "$runs"); do
     done
     psql -q "$url" -c "CHECKPOINT"
     start=$(now)
+    # the feed's writer (Store::write_out_feed), until the folds are done
+    # and nothing is left
+    rm -f "$work/folded"
+    (
+        while :; do
+            [[ -e $work/folded ]] && done_folding=1 || done_folding=0
+            written=$(psql -qAt "$url" -c "BEGIN" \
+                -c "SELECT true FROM sitemap_feed_writer FOR UPDATE" \
+                -c "SELECT sitemap_write_out_feed(50)" -c "COMMIT" | tail -n 1)
+            if [[ $written == 0 ]]; then
+                ((done_folding)) && break
+                sleep 0.25
+            fi
+        done
+    ) &
+    writer=$!
     folds=0
     while :; do
         # the settings the service's folds run with (Store::fold_batch)
@@ -68,5 +86,9 @@ for run in $(seq 1 "$runs"); do
     done
     seconds=$(echo "$(now) - $start" | bc)
     echo "run $run: fold: $seconds s in $folds folds, $(echo "$rows / $seconds" | bc) rows/s"
+    touch "$work/folded"
+    wait "$writer"
+    seconds=$(echo "$(now) - $start" | bc)
+    echo "run $run: fold and feed written out: $seconds s, $(echo "$rows / $seconds" | bc) rows/s"
     psql -q "$pg_base/postgres" -c "DROP DATABASE $db"
 done

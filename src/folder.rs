@@ -8,7 +8,9 @@
 //! midway leaves nothing behind, and the next one starts where the last
 //! committed fold ended.
 //!
-//! The same loop keeps the change feed bounded: it prunes what is past the
+//! The same loop writes out the feed entries that folds of many rows kept
+//! (beside the folds, on a connection of its own, so the next fold goes on
+//! meanwhile), and keeps the change feed bounded: it prunes what is past the
 //! retention and vacuums the feed when pruning has left enough dead entries,
 //! so their space is written again even where autovacuum is off.
 
@@ -40,6 +42,7 @@ impl Folder {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_prune: Option<tokio::time::Instant> = None;
         let mut reclaiming: Option<tokio::task::JoinHandle<()>> = None;
+        let mut writing_out: Option<tokio::task::JoinHandle<()>> = None;
         let mut backoff = self.interval;
         loop {
             ticker.tick().await;
@@ -58,6 +61,20 @@ impl Folder {
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                     continue;
                 }
+            }
+            if writing_out.as_ref().is_none_or(|task| task.is_finished()) {
+                let store = self.store.clone();
+                writing_out = Some(tokio::spawn(async move {
+                    match store.write_out_feed(Turn::Skip).await {
+                        Ok(Some(0) | None) => {}
+                        Ok(Some(entries)) => {
+                            tracing::debug!(entries, "wrote kept entries out to the change feed")
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "could not write kept entries out to the change feed")
+                        }
+                    }
+                }));
             }
             if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
                 last_prune = Some(tokio::time::Instant::now());

@@ -9,6 +9,11 @@
 //! snapshots may take several folds, each reading a bounded batch (migration
 //! `fold_in_bounded_batches`): a bulk load shows as it is placed, and no
 //! fold holds a transaction or temporary files for the whole of it.
+//!
+//! A fold of many rows keeps its feed entries as arrays of locs instead of
+//! writing an entry each (migration `bulk_folds`); [`Store::write_out_feed`]
+//! writes them out, in order, on a connection of its own, so that the next
+//! fold does not wait for them.
 
 use std::time::Duration;
 
@@ -22,6 +27,10 @@ pub enum Turn {
     /// Leave it to the fold running: the periodic round.
     Skip,
 }
+
+/// How many rows of kept feed entries (at most 10,000 entries each) one
+/// transaction writes out.
+const WRITE_OUT_ROWS: i32 = 50;
 
 /// What one fold transaction did.
 struct FoldBatch {
@@ -59,9 +68,46 @@ impl Store {
             };
             folded += batch.folded;
             began_a_pass |= batch.began_a_pass;
-            if turn == Turn::Skip || (began_a_pass && batch.caught_up) {
+            if turn == Turn::Skip {
                 return Ok(Some(folded));
             }
+            if began_a_pass && batch.caught_up {
+                // What was folded is in the feed too when this returns.
+                self.write_out_feed(Turn::Wait).await?;
+                return Ok(Some(folded));
+            }
+        }
+    }
+
+    /// Writes the feed entries folds kept out to `sitemap_changes`, oldest
+    /// first, in transactions of [`WRITE_OUT_ROWS`] kept rows, until none
+    /// is left. One writer at a time: [`Turn::Skip`] leaves it to one
+    /// already writing (`None`), [`Turn::Wait`] waits for it and writes
+    /// what is left. Returns how many entries it wrote.
+    pub async fn write_out_feed(&self, turn: Turn) -> Result<Option<u64>, Error> {
+        let mut written = 0;
+        loop {
+            let mut tx = self.pool.begin().await?;
+            let lock = match turn {
+                Turn::Wait => "SELECT true FROM sitemap_feed_writer FOR UPDATE",
+                Turn::Skip => "SELECT true FROM sitemap_feed_writer FOR UPDATE SKIP LOCKED",
+            };
+            if sqlx::query_scalar::<_, bool>(lock)
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_none()
+            {
+                return Ok(None);
+            }
+            let entries: i64 = sqlx::query_scalar("SELECT sitemap_write_out_feed($1)")
+                .bind(WRITE_OUT_ROWS)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            if entries == 0 {
+                return Ok(Some(written));
+            }
+            written += u64::try_from(entries).unwrap_or(0);
         }
     }
 

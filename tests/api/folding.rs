@@ -394,6 +394,92 @@ async fn new_rows_are_placed_in_runs_and_changed_ones_leave_them(pool: PgPool) {
     check_invariants(&app, MAX_URLS).await;
 }
 
+/// A fold of many rows keeps its feed entries for the service to write out
+/// apart from the folds; while any are kept, later folds keep theirs after
+/// them, so the feed, written out, is in fold order. One writer at a time.
+#[sqlx::test]
+async fn a_large_folds_feed_entries_are_written_out_in_fold_order(pool: PgPool) {
+    let (state, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
+    let feed = |pool: PgPool| async move {
+        sqlx::query_as::<_, (String, String)>(
+            "SELECT change, loc FROM sitemap_changes ORDER BY seq",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("feed")
+    };
+    insert_rows(&pool, "bulk/", 12_000).await;
+    assert_eq!(fold_on(&mut folder).await, 12_000);
+    exec(
+        &pool,
+        &format!(
+            "DELETE FROM sitemap_urls WHERE loc = '{BASE_URL}bulk/5';
+             INSERT INTO sitemap_urls (loc) VALUES ('{BASE_URL}small/1')"
+        ),
+    )
+    .await;
+    assert_eq!(fold_on(&mut folder).await, 2);
+    assert_eq!(feed(pool.clone()).await, [], "kept, not yet written out");
+
+    // Another writer holds the turn: this one leaves it.
+    let mut writer = pool.begin().await.expect("begin");
+    exec_on(&mut writer, "SELECT 1 FROM sitemap_feed_writer FOR UPDATE").await;
+    assert_eq!(
+        state
+            .store
+            .write_out_feed(Turn::Skip)
+            .await
+            .expect("write out"),
+        None
+    );
+    writer.rollback().await.expect("rollback");
+
+    assert_eq!(
+        state
+            .store
+            .write_out_feed(Turn::Skip)
+            .await
+            .expect("write out"),
+        Some(12_002)
+    );
+    let written = feed(pool.clone()).await;
+    let added: Vec<String> = (1..=12_000)
+        .map(|n| format!("{BASE_URL}bulk/{n}"))
+        .collect();
+    assert_eq!(
+        written[..12_000]
+            .iter()
+            .map(|(_, loc)| loc.clone())
+            .collect::<Vec<_>>(),
+        added
+    );
+    assert!(
+        written[..12_000]
+            .iter()
+            .all(|(change, _)| change == "added")
+    );
+    assert_eq!(
+        written[12_000..],
+        [
+            ("removed".to_owned(), format!("{BASE_URL}bulk/5")),
+            ("added".to_owned(), format!("{BASE_URL}small/1")),
+        ]
+    );
+    assert_eq!(
+        state
+            .store
+            .write_out_feed(Turn::Skip)
+            .await
+            .expect("write out"),
+        Some(0)
+    );
+
+    // With nothing kept, a small fold writes its entries itself.
+    insert_rows(&pool, "small-2/", 1).await;
+    assert_eq!(fold_on(&mut folder).await, 1);
+    assert_eq!(feed(pool.clone()).await.len(), 12_003);
+}
+
 /// Runs, the URLs they hold, and rows placed alone.
 async fn placement_shape(pool: &PgPool) -> (i64, i64, i64) {
     sqlx::query_as(
@@ -903,26 +989,27 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
     );
 }
 
-#[sqlx::test(migrations = false)]
-async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
-    // The schema as it was before placement moved into the service, written
-    // through its triggers.
+/// Migrates a database no further than `version`, with 5 URLs a page and the
+/// default site configured as that schema's service would; returns the
+/// writes the upgrade tests make on it: two sections' rows, deletions, a
+/// rename, a change in place and a row out of scope.
+async fn migrated_to(pool: &PgPool, version: i64) -> Vec<String> {
     sqlx::migrate!()
-        .run_to(20261123000001, &pool)
+        .run_to(version, pool)
         .await
         .expect("previous schema");
     let budget = 52_428_800 - sitemapd::sitemap::DOCUMENT_RESERVE as i64;
     sqlx::query("SELECT sitemap_configure_limits(5, $1)")
         .bind(budget)
-        .execute(&pool)
+        .execute(pool)
         .await
         .expect("limits");
     exec(
-        &pool,
+        pool,
         "SELECT sitemap_configure_site('default', 'https://www.example.com', '/')",
     )
     .await;
-    for sql in [
+    vec![
         format!(
             "INSERT INTO sitemap_urls (loc) SELECT '{BASE_URL}p/' || g FROM generate_series(1, 12) g"
         ),
@@ -935,7 +1022,14 @@ async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
         ),
         format!("UPDATE sitemap_urls SET lastmod = '2026-05-01' WHERE loc = '{BASE_URL}n/2'"),
         "INSERT INTO sitemap_urls (loc) VALUES ('https://elsewhere.example/x')".to_owned(),
-    ] {
+    ]
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
+    // The schema as it was before placement moved into the service, written
+    // through its triggers.
+    for sql in migrated_to(&pool, 20261123000001).await {
         exec(&pool, &sql).await;
     }
     let rows_before: Vec<(i64, Option<i32>, Option<String>)> =
@@ -1007,35 +1101,8 @@ async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
 /// what it served; rows placed after it form runs from where it left off.
 #[sqlx::test(migrations = false)]
 async fn placements_of_the_previous_fold_stay_where_they_are(pool: PgPool) {
-    sqlx::migrate!()
-        .run_to(20261129000002, &pool)
-        .await
-        .expect("previous schema");
-    let budget = 52_428_800 - sitemapd::sitemap::DOCUMENT_RESERVE as i64;
-    sqlx::query("SELECT sitemap_configure_limits(5, $1)")
-        .bind(budget)
-        .execute(&pool)
-        .await
-        .expect("limits");
-    exec(
-        &pool,
-        "SELECT sitemap_configure_site('default', 'https://www.example.com', '/')",
-    )
-    .await;
     let mut folder = pool.acquire().await.expect("connection");
-    for sql in [
-        format!(
-            "INSERT INTO sitemap_urls (loc) SELECT '{BASE_URL}p/' || g FROM generate_series(1, 12) g"
-        ),
-        format!(
-            "INSERT INTO sitemap_urls (section, loc) SELECT 'news', '{BASE_URL}n/' || g FROM generate_series(1, 7) g"
-        ),
-        format!("DELETE FROM sitemap_urls WHERE loc IN ('{BASE_URL}p/2', '{BASE_URL}p/7')"),
-        format!(
-            "UPDATE sitemap_urls SET loc = '{BASE_URL}p/3-renamed' WHERE loc = '{BASE_URL}p/3'"
-        ),
-        "INSERT INTO sitemap_urls (loc) VALUES ('https://elsewhere.example/x')".to_owned(),
-    ] {
+    for sql in migrated_to(&pool, 20261129000002).await {
         exec(&pool, &sql).await;
         fold_on(&mut folder).await;
     }

@@ -16,6 +16,14 @@
 -- Readers see both through the view sitemap_placed (by page) and the
 -- function sitemap_placement_of (by id). The upgrade keeps every existing
 -- placement where it is; only rows placed from now on form runs.
+--
+-- And a fold of many rows leaves writing their feed entries to the service,
+-- apart: one feed entry per URL cost 3.3 s per million rows of the fold's
+-- transaction. Such a fold keeps the entries as arrays of locs, 10,000 at
+-- most a row, in sitemap_change_stash (0.8 s per million); the service
+-- writes them out to sitemap_changes in order, on a connection of its own,
+-- while the next fold runs (sitemap_write_out_feed). While any are kept,
+-- every fold keeps its entries there too, so the feed stays in fold order.
 CREATE TABLE sitemap_placement_runs (
     run bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     site text COLLATE "C" NOT NULL,
@@ -35,6 +43,42 @@ CREATE INDEX sitemap_placement_runs_page_idx ON sitemap_placement_runs (site, se
 CREATE INDEX sitemap_placement_runs_ids_idx ON sitemap_placement_runs
     USING gist (int8range(first_id, last_id, '[]'));
 CREATE INDEX sitemap_placement_runs_last_idx ON sitemap_placement_runs (last_id);
+
+-- Feed entries a fold kept for the service to write out: locs[i] is one
+-- entry, written in (id, i) order.
+CREATE TABLE sitemap_change_stash (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    site text NOT NULL,
+    change text NOT NULL CHECK (change IN ('added', 'updated', 'removed')),
+    committed_at timestamptz NOT NULL,
+    locs text[] NOT NULL
+);
+-- Stored as it is: compressing the locs cost more than writing them.
+ALTER TABLE sitemap_change_stash ALTER COLUMN locs SET STORAGE EXTERNAL;
+
+-- The writer's turn: whoever holds this row's lock writes out the stash.
+CREATE TABLE sitemap_feed_writer (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton));
+INSERT INTO sitemap_feed_writer DEFAULT VALUES;
+
+-- Writes the oldest `max_rows` rows of the stash out to the feed, in order;
+-- returns how many entries. Run by one writer at a time (lock
+-- sitemap_feed_writer first): all of it or none, and never ahead of an
+-- older row.
+CREATE FUNCTION sitemap_write_out_feed(max_rows integer) RETURNS bigint
+LANGUAGE sql AS $$
+    WITH taken AS (
+        DELETE FROM sitemap_change_stash
+        WHERE id IN (SELECT id FROM sitemap_change_stash ORDER BY id LIMIT max_rows)
+        RETURNING id, site, change, committed_at, locs
+    ), written AS (
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT t.site, l.loc, t.change, t.committed_at
+        FROM taken t CROSS JOIN LATERAL unnest(t.locs) WITH ORDINALITY AS l(loc, n)
+        ORDER BY t.id, l.n
+        RETURNING 1
+    )
+    SELECT count(*) FROM written
+$$;
 
 -- Every placement, one row per URL, wherever it is kept. Filter it by
 -- (site, section, page): both halves are read through their page indexes.
@@ -182,9 +226,10 @@ WHERE u.site = p_site AND u.news IS NOT NULL
   AND p.loc_hash = sitemap_loc_hash(u.loc)
 $$;
 
--- The fold as in migration 20261129000002, but for three things: plain new
+-- The fold as in migration 20261129000002, but for four things: plain new
 -- rows are placed in runs (`ran`), the rows it changes or removes leave
--- their runs first, and a truncation empties the runs too.
+-- their runs first, a truncation empties the runs too, and a fold that reads
+-- 10,000 rows or more, or finds entries kept, keeps its feed entries.
 -- Folds the changes of the pass under way into pages, at most max_rows
 -- changed rows a call (all of them when NULL), beginning a pass when none
 -- is under way. Returns how many rows it placed, changed in place or took
@@ -219,6 +264,8 @@ DECLARE
     newest_placed bigint := greatest((SELECT max(id) FROM sitemap_placements),
                                      (SELECT max(last_id) FROM sitemap_placement_runs));
     pass_done boolean;
+    -- its feed entries go to the stash (see above)
+    stashing boolean := EXISTS (SELECT 1 FROM sitemap_change_stash);
 BEGIN
     IF current_setting('transaction_isolation') <> 'repeatable read' THEN
         RAISE EXCEPTION 'sitemap_fold() needs a REPEATABLE READ transaction';
@@ -316,10 +363,14 @@ BEGIN
     ), dropped AS (
         DELETE FROM sitemap_placements p USING taken t
         WHERE p.id = t.id AND p.site = t.site AND p.loc_hash = sitemap_loc_hash(t.loc)
-        RETURNING p.site, p.section, p.page, p.bytes, p.images, p.videos, p.alternates, p.cluster, t.loc
+        RETURNING p.id, p.site, p.section, p.page, p.bytes, p.images, p.videos, p.alternates, p.cluster, t.loc
     ), announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
-        SELECT site, loc, 'removed', seen FROM dropped WHERE page IS NOT NULL
+        SELECT site, loc, 'removed', seen FROM dropped WHERE page IS NOT NULL AND NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'removed', seen, array_agg(loc) FROM dropped WHERE page IS NOT NULL AND stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
     ), clusters AS (
         INSERT INTO sitemap_fold_clusters (cluster)
         SELECT DISTINCT cluster FROM dropped WHERE cluster IS NOT NULL
@@ -355,6 +406,7 @@ BEGIN
     IF (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10001) c) > 10000 THEN
         ANALYZE sitemap_fold_rows;
     END IF;
+    stashing := stashing OR (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10000) c) = 10000;
     -- Changed rows that stand in a run are placed one by one from here on,
     -- so every step below finds them where it always did.
     PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed));
@@ -442,7 +494,11 @@ BEGIN
         UPDATE sitemap_fold_rows f SET replaced = true FROM evicted e WHERE f.id = e.id
     ), announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
-        SELECT site, loc, 'updated', seen FROM sized WHERE announced
+        SELECT site, loc, 'updated', seen FROM sized WHERE announced AND NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'updated', seen, array_agg(loc) FROM sized WHERE announced AND stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
     ), deltas AS (
         SELECT s.site, s.section, s.page,
                -count(e.id) AS n,
@@ -537,7 +593,12 @@ BEGIN
     ), announced AS (
         -- every row without a skip reason is numbered and placed
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
-        SELECT site, loc, 'added', seen FROM fresh WHERE skip_reason IS NULL AND NOT replaced
+        SELECT site, loc, 'added', seen FROM fresh WHERE skip_reason IS NULL AND NOT replaced AND NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'added', seen, array_agg(loc) FROM fresh
+        WHERE skip_reason IS NULL AND NOT replaced AND stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
     )
     INSERT INTO sitemap_fold_page_deltas
     SELECT site, section, page, count(*), sum(bytes), sum(images), sum(videos), sum(alternates), count(*), false
