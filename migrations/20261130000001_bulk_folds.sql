@@ -103,24 +103,52 @@ LANGUAGE sql STABLE AS $$
     WHERE int8range(r.first_id, r.last_id, '[]') @> row_id AND i IS NOT NULL
 $$;
 
--- Takes the rows `wanted` out of the runs they stand in and places each
--- one by one, on the same page with the same reservation; the rest of each
--- run it touches stays a run. Pages and summaries are unchanged.
-CREATE FUNCTION sitemap_explode(wanted bigint[]) RETURNS void
-LANGUAGE sql AS $$
-    WITH hit AS MATERIALIZED (
-        SELECT DISTINCT r.run
+-- Which of the rows `wanted` stand in a run: the run, where it is, and what
+-- the row was placed with. Few rows are looked up by id, one index probe each; many (a
+-- bulk update or delete) by reading the runs over their ids once and
+-- joining, where a probe each took 46 s per million rows.
+CREATE FUNCTION sitemap_run_members(wanted bigint[])
+RETURNS TABLE (run bigint, site text, section text, page integer, id bigint, loc_hash bigint,
+               bytes integer)
+-- planned for many rows: joined with a working table without an index, the
+-- default guess of 1,000 planned a scan of it for each row
+LANGUAGE plpgsql STABLE ROWS 100000 AS $$
+BEGIN
+    IF cardinality(wanted) <= 10000 THEN
+        RETURN QUERY
+        SELECT r.run, r.site, r.section, r.page, w.id, r.loc_hashes[i], r.bytes[i]
         FROM unnest(wanted) AS w(id)
-        JOIN sitemap_placement_runs r
-            ON int8range(r.first_id, r.last_id, '[]') @> w.id AND w.id = ANY (r.ids)
+        JOIN sitemap_placement_runs r ON int8range(r.first_id, r.last_id, '[]') @> w.id
+        CROSS JOIN LATERAL array_position(r.ids, w.id) AS i
+        WHERE i IS NOT NULL;
+    ELSE
+        RETURN QUERY
+        SELECT r.run, r.site, r.section, r.page, m.id, m.loc_hash, m.bytes
+        FROM sitemap_placement_runs r
+        CROSS JOIN LATERAL unnest(r.ids, r.loc_hashes, r.bytes) AS m(id, loc_hash, bytes)
+        JOIN unnest(wanted) AS w(id) ON w.id = m.id
+        WHERE r.last_id >= (SELECT min(x) FROM unnest(wanted) x)
+          AND r.first_id <= (SELECT max(x) FROM unnest(wanted) x);
+    END IF;
+END $$;
+
+-- Takes the rows `wanted` out of the runs they stand in; the rest of each
+-- run it touches stays a run. With `place_alone`, each is placed one by one
+-- on the same page with the same reservation, and pages and summaries are
+-- unchanged; without, they are off their pages, and the caller subtracts
+-- them from their summaries.
+CREATE FUNCTION sitemap_explode(wanted bigint[], place_alone boolean DEFAULT true) RETURNS void
+LANGUAGE sql AS $$
+    WITH leaving AS MATERIALIZED (
+        SELECT run, id FROM sitemap_run_members(wanted)
     ), taken AS (
-        DELETE FROM sitemap_placement_runs r USING hit h WHERE r.run = h.run
+        DELETE FROM sitemap_placement_runs r WHERE r.run IN (SELECT run FROM leaving)
         RETURNING r.run, r.site, r.section, r.page, r.ids, r.loc_hashes, r.bytes
     ), members AS MATERIALIZED (
-        SELECT t.run, t.site, t.section, t.page, m.id, m.loc_hash, m.bytes,
-               m.id IN (SELECT unnest(wanted)) AS leaving
+        SELECT t.run, t.site, t.section, t.page, m.id, m.loc_hash, m.bytes, l.id IS NOT NULL AS leaving
         FROM taken t
         CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
+        LEFT JOIN leaving l ON l.id = m.id
     ), kept AS (
         INSERT INTO sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
         SELECT site, section, page, min(id), max(id), array_agg(id), array_agg(loc_hash), array_agg(bytes)
@@ -130,7 +158,7 @@ LANGUAGE sql AS $$
     INSERT INTO sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason,
                                     images, videos, alternates, cluster)
     SELECT id, site, section, loc_hash, page, bytes, NULL, 0, 0, 0, NULL
-    FROM members WHERE leaving;
+    FROM members WHERE leaving AND place_alone;
 $$;
 
 -- As before (migration 20261125000001), for rows in runs too.
@@ -228,8 +256,9 @@ $$;
 
 -- The fold as in migration 20261129000002, but for four things: plain new
 -- rows are placed in runs (`ran`), the rows it changes or removes leave
--- their runs first, a truncation empties the runs too, and a fold that reads
--- 10,000 rows or more, or finds entries kept, keeps its feed entries.
+-- their runs first unless their entry is as the run placed it, a truncation
+-- empties the runs too, and a fold that reads 10,000 rows or more, or finds
+-- entries kept, keeps its feed entries.
 -- Folds the changes of the pass under way into pages, at most max_rows
 -- changed rows a call (all of them when NULL), beginning a pass when none
 -- is under way. Returns how many rows it placed, changed in place or took
@@ -290,6 +319,22 @@ BEGIN
 
     -- Working tables, kept by the connection between folds (emptied at
     -- each commit), so frequent folds do not churn the catalog.
+    -- rows in runs that this fold removes, or finds changed
+    IF to_regclass('pg_temp.sitemap_fold_in_runs') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_in_runs (
+            id bigint PRIMARY KEY,
+            -- where the run placed it
+            site text NOT NULL,
+            section text NOT NULL,
+            page integer NOT NULL,
+            bytes integer NOT NULL,
+            loc text NOT NULL,
+            -- 'gone' (deleted, or renamed before this batch), 'moved' (now
+            -- another URL), 'kept' (its entry as placed: it stays), or
+            -- 'changed' (placed alone from here on)
+            fate text NOT NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
     IF to_regclass('pg_temp.sitemap_fold_rows') IS NULL THEN
         -- the rows to fold, as they are now
         CREATE TEMP TABLE sitemap_fold_rows (
@@ -356,8 +401,25 @@ BEGIN
         WHERE url_count > 0;
     END IF;
 
-    -- URLs that left: off their pages, into the feed.
-    PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_removals WHERE id IS NOT NULL));
+    -- URLs that left: off their pages, into the feed. Those in runs leave
+    -- them here; the statement after it takes the ones placed alone.
+    INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
+    SELECT h.id, h.site, h.section, h.page, h.bytes, r.loc, 'gone'
+    FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_removals WHERE id IS NOT NULL)) h
+    JOIN sitemap_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
+    ON CONFLICT DO NOTHING;
+    PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs), false);
+    WITH announced AS (
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT site, loc, 'removed', seen FROM sitemap_fold_in_runs WHERE NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'removed', seen, array_agg(loc) FROM sitemap_fold_in_runs WHERE stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
+    )
+    INSERT INTO sitemap_fold_page_deltas
+    SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
+    FROM sitemap_fold_in_runs GROUP BY site, section, page;
     WITH taken AS (
         DELETE FROM sitemap_removals RETURNING id, site, loc
     ), dropped AS (
@@ -407,9 +469,29 @@ BEGIN
         ANALYZE sitemap_fold_rows;
     END IF;
     stashing := stashing OR (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10000) c) = 10000;
-    -- Changed rows that stand in a run are placed one by one from here on,
-    -- so every step below finds them where it always did.
-    PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed));
+    -- Changed rows that stand in a run: one whose entry is as the run
+    -- placed it (the same site, section and loc, still plain: an update of
+    -- lastmod, say) stays there, and only its page's lastmod moves (below);
+    -- the others are placed one by one from here on, so every step below
+    -- finds them where it always did.
+    -- One that is another URL now leaves its run and its page, to be placed
+    -- again below.
+    DELETE FROM sitemap_fold_in_runs;
+    INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
+    SELECT f.id, h.site, h.section, h.page, h.bytes, f.loc,
+           CASE WHEN (f.site, f.section, sitemap_loc_hash(f.loc)) IS DISTINCT FROM (h.site, h.section, h.loc_hash)
+                    THEN 'moved'
+                WHEN f.own_bytes = h.bytes AND f.images = 0 AND f.videos = 0 AND f.cluster IS NULL
+                    THEN 'kept'
+                ELSE 'changed'
+           END
+    FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed)) h
+    JOIN sitemap_fold_rows f ON f.id = h.id;
+    PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs WHERE fate = 'changed'));
+    PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs WHERE fate = 'moved'), false);
+    INSERT INTO sitemap_fold_page_deltas
+    SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, 0, false
+    FROM sitemap_fold_in_runs WHERE fate = 'moved' GROUP BY site, section, page;
 
     -- A row that is now another URL (its site, section or loc changed)
     -- leaves the page it was placed on, and a row left out is looked at
@@ -517,6 +599,21 @@ BEGIN
                                  array_agg(bytes), array_agg(images), array_agg(videos), array_agg(alternates))
     FROM sitemap_fold_page_deltas WHERE applied;
 
+    -- Rows changed where their run holds them: news, and their pages'
+    -- lastmod moves.
+    WITH announced AS (
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT site, loc, 'updated', seen FROM sitemap_fold_in_runs WHERE fate = 'kept' AND NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'updated', seen, array_agg(loc) FROM sitemap_fold_in_runs
+        WHERE fate = 'kept' AND stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
+    )
+    INSERT INTO sitemap_fold_page_deltas
+    SELECT site, section, page, 0, 0, 0, 0, 0, count(*), false
+    FROM sitemap_fold_in_runs WHERE fate = 'kept' GROUP BY site, section, page;
+
     -- Rows without a place get one, or the reason they are left out.
     WITH fresh AS MATERIALIZED (
         SELECT f.id, f.site, f.section, f.loc, sitemap_loc_hash(f.loc) AS loc_hash,
@@ -534,7 +631,9 @@ BEGIN
         CROSS JOIN sitemap_settings c
         LEFT JOIN sitemap_sites s ON s.site = f.site
         LEFT JOIN sitemap_clusters k ON k.cluster = f.cluster AND k.problem IS NULL
-        WHERE NOT (f.may_be_placed AND EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id))
+        WHERE NOT (f.may_be_placed AND (EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id)
+                                         OR EXISTS (SELECT 1 FROM sitemap_fold_in_runs k
+                                                    WHERE k.id = f.id AND k.fate = 'kept')))
     ), sections AS MATERIALIZED (
         -- one look at each section's last page, not one per row
         SELECT g.site, g.section, row_number() OVER () AS k, coalesce(t.page, 1) AS tail,
