@@ -991,6 +991,26 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
     );
 }
 
+/// Every page summary, in order.
+async fn summaries(pool: &PgPool) -> Vec<(String, i32, i32, i64, time::OffsetDateTime)> {
+    sqlx::query_as(
+        "SELECT section, page, url_count, bytes, lastmod FROM sitemap_pages ORDER BY section, page",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("summaries")
+}
+
+/// Applies the migrations a database of an older schema lacks, and serves
+/// it with 5 URLs a page, as [`migrated_to`] set it up.
+async fn upgraded(pool: &PgPool) -> TestApp {
+    sitemapd::store::Store::from_pool(pool.clone())
+        .migrate()
+        .await
+        .expect("upgrade");
+    TestApp::spawn_with(pool.clone(), |s| s.max_urls = 5).await
+}
+
 /// Migrates a database no further than `version`, with 5 URLs a page and the
 /// default site configured as that schema's service would; returns the
 /// writes the upgrade tests make on it: two sections' rows, deletions, a
@@ -1039,22 +1059,8 @@ async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
             .fetch_all(&pool)
             .await
             .expect("rows");
-    type Summary = (String, i32, i32, i64, time::OffsetDateTime);
-    let summaries = |pool: PgPool| async move {
-        sqlx::query_as::<_, Summary>(
-            "SELECT section, page, url_count, bytes, lastmod FROM sitemap_pages ORDER BY section, page",
-        )
-        .fetch_all(&pool)
-        .await
-        .expect("summaries")
-    };
-    let summaries_before = summaries(pool.clone()).await;
-
-    sitemapd::store::Store::from_pool(pool.clone())
-        .migrate()
-        .await
-        .expect("upgrade");
-    let app = TestApp::spawn_with(pool.clone(), |s| s.max_urls = 5).await;
+    let summaries_before = summaries(&pool).await;
+    let app = upgraded(&pool).await;
     let rows_after: Vec<(i64, Option<i32>, Option<String>)> = sqlx::query_as(
         "SELECT u.id, p.page, p.skip_reason FROM sitemap_urls u
          JOIN sitemap_placed p ON p.id = u.id ORDER BY u.id",
@@ -1064,7 +1070,7 @@ async fn a_database_of_the_previous_schema_upgrades_in_place(pool: PgPool) {
     .expect("rows");
     assert_eq!(rows_after, rows_before, "every row where it was");
     assert_eq!(
-        summaries(pool.clone()).await,
+        summaries(&pool).await,
         summaries_before,
         "every summary, lastmod included, as it was: the same validators"
     );
@@ -1119,24 +1125,10 @@ async fn placements_of_the_previous_fold_stay_where_they_are(pool: PgPool) {
     };
     let placed_before = placed(pool.clone(), "sitemap_placements").await;
     assert_eq!(placed_before.len(), 18, "every row placed or left out");
-    type Summary = (String, i32, i32, i64, time::OffsetDateTime);
-    let summaries = |pool: PgPool| async move {
-        sqlx::query_as::<_, Summary>(
-            "SELECT section, page, url_count, bytes, lastmod FROM sitemap_pages ORDER BY section, page",
-        )
-        .fetch_all(&pool)
-        .await
-        .expect("summaries")
-    };
-    let summaries_before = summaries(pool.clone()).await;
-
-    sitemapd::store::Store::from_pool(pool.clone())
-        .migrate()
-        .await
-        .expect("upgrade");
-    let app = TestApp::spawn_with(pool.clone(), |s| s.max_urls = 5).await;
+    let summaries_before = summaries(&pool).await;
+    let app = upgraded(&pool).await;
     assert_eq!(placed(pool.clone(), "sitemap_placed").await, placed_before);
-    assert_eq!(summaries(pool.clone()).await, summaries_before);
+    assert_eq!(summaries(&pool).await, summaries_before);
     let page = |crawl: &[(String, Vec<String>)], path: &str| {
         crawl
             .iter()
