@@ -34,13 +34,7 @@ url="$pg_base/$db"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# section, loc, lastmod: shop-like URLs of three sections.
-psql -qAt "$pg_base/postgres" -c "COPY (
-    SELECT (ARRAY['blog','products','news'])[1 + g % 3],
-           'http://localhost:8080/' || (ARRAY['blog','products','news'])[1 + g % 3] || '/'
-               || substr(md5(g::text), 1, 10) || '-item-' || g,
-           timestamptz '2026-01-01' + make_interval(secs => g % 31536000)
-    FROM generate_series(1, $rows) g) TO STDOUT" > "$work/rows.tsv"
+psql -qAt "$pg_base/postgres" -v rows="$rows" -f "$(dirname "$0")/bulk_rows.sql" > "$work/rows.tsv"
 
 now() { date +%s.%N; }
 psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS $db"
