@@ -423,27 +423,20 @@ async fn a_large_folds_feed_entries_are_written_out_in_fold_order(pool: PgPool) 
     assert_eq!(fold_on(&mut folder).await, 2);
     assert_eq!(feed(pool.clone()).await, [], "kept, not yet written out");
 
+    let write_out = || async {
+        state
+            .store
+            .write_out_feed(Turn::Skip)
+            .await
+            .expect("write out")
+    };
     // Another writer holds the turn: this one leaves it.
     let mut writer = pool.begin().await.expect("begin");
     exec_on(&mut writer, "SELECT 1 FROM sitemap_feed_writer FOR UPDATE").await;
-    assert_eq!(
-        state
-            .store
-            .write_out_feed(Turn::Skip)
-            .await
-            .expect("write out"),
-        None
-    );
+    assert_eq!(write_out().await, None);
     writer.rollback().await.expect("rollback");
 
-    assert_eq!(
-        state
-            .store
-            .write_out_feed(Turn::Skip)
-            .await
-            .expect("write out"),
-        Some(12_002)
-    );
+    assert_eq!(write_out().await, Some(12_002));
     let written = feed(pool.clone()).await;
     let added: Vec<String> = (1..=12_000)
         .map(|n| format!("{BASE_URL}bulk/{n}"))
@@ -467,14 +460,7 @@ async fn a_large_folds_feed_entries_are_written_out_in_fold_order(pool: PgPool) 
             ("added".to_owned(), format!("{BASE_URL}small/1")),
         ]
     );
-    assert_eq!(
-        state
-            .store
-            .write_out_feed(Turn::Skip)
-            .await
-            .expect("write out"),
-        Some(0)
-    );
+    assert_eq!(write_out().await, Some(0));
 
     // With nothing kept, a small fold writes its entries itself.
     insert_rows(&pool, "small-2/", 1).await;
