@@ -7,11 +7,13 @@
 -- images, videos or hreflang cluster) in runs: up to 64 consecutive rows of
 -- a section's batch on one page, as one row of sitemap_placement_runs whose
 -- arrays list each row's id, the hash of the loc it was placed with and the
--- bytes it reserves. Rows with extensions, and every row a fold changes,
--- are placed one by one in sitemap_placements as before: a fold first takes
--- the rows it is about to change or remove out of their runs
--- (sitemap_explode), leaving them on the same page, so every step after it
--- is the one it was. A row stands in one run or one placement, never both.
+-- bytes it reserves. Rows with extensions are placed one by one in
+-- sitemap_placements as before. Of the rows in runs that a fold finds
+-- changed, one whose entry is as placed (a new lastmod, say) stays in its
+-- run; a deleted or renamed one leaves its run and its page; any other
+-- leaves its run for a placement of its own on the same page
+-- (sitemap_explode), so every step after it is the one it was. A row
+-- stands in one run or one placement, never both.
 --
 -- Readers see both through the view sitemap_placed (by page) and the
 -- function sitemap_placement_of (by id). The upgrade keeps every existing
