@@ -7,6 +7,8 @@
 # --batch rows (the service's fold_batch_rows, 1,000,000), as the service
 # runs them, until the pass is done, while a second connection writes the
 # feed entries they keep out to the feed, as the service's writer does.
+# A build whose service numbers the rows folds by its `fold` command, an
+# earlier one by its schema's sitemap_fold() in psql.
 # Both times are printed: rows on their pages, and the feed written too.
 #
 #   scripts/bench_bulk.sh [--rows N] [--runs N] [--batch N] BINARY
@@ -70,17 +72,27 @@ for run in $(seq 1 "$runs"); do
         done
     ) &
     writer=$!
-    folds=0
-    while :; do
-        # the settings the service's folds run with (Store::fold_batch)
-        caught_up=$(psql -qAt "$url" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
-            -c "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE" \
-            -c "SET LOCAL work_mem = '64MB'" -c "SET LOCAL jit = off" \
-            -c "SELECT caught_up FROM sitemap_fold($batch)" -c "COMMIT")
-        folds=$((folds + 1))
-        [[ $caught_up == t ]] && break
-    done
-    seconds=$(echo "$(now) - $start" | bc)
+    if [[ $(psql -qAt "$url" -c "SELECT to_regprocedure('sitemap_fold_begin(bigint)') IS NOT NULL") == t ]]; then
+        # a build whose service numbers the rows: its fold command, timed
+        # by what it reports of each fold (it then writes out what is left
+        # of the feed, as Store::fold does)
+        DATABASE_URL=$url SITEMAPD_BASE_URL=http://localhost:8080/ SITEMAPD_FOLD_BATCH_ROWS=$batch \
+            "$binary" fold 2>/dev/null > "$work/folds"
+        folds=$(grep -c '^folded' "$work/folds")
+        seconds=$(awk '/^folded/ { s += $5 } END { print s }' "$work/folds")
+    else
+        folds=0
+        while :; do
+            # the settings the service's folds run with (Store::fold_batch)
+            caught_up=$(psql -qAt "$url" -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
+                -c "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE" \
+                -c "SET LOCAL work_mem = '64MB'" -c "SET LOCAL jit = off" \
+                -c "SELECT caught_up FROM sitemap_fold($batch)" -c "COMMIT")
+            folds=$((folds + 1))
+            [[ $caught_up == t ]] && break
+        done
+        seconds=$(echo "$(now) - $start" | bc)
+    fi
     echo "run $run: fold: $seconds s in $folds folds, $(echo "$rows / $seconds" | bc) rows/s"
     touch "$work/folded"
     wait "$writer"

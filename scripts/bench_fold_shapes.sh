@@ -6,9 +6,13 @@
 #   new:     the 1M rows, new;
 #   update:  all of them, lastmod changed in one transaction;
 #   delete:  half of them deleted and a tenth of the rest renamed.
-# Each timed fold is rolled back and run --runs times; the fold before the
-# next shape is committed. Folds run as the service runs them (REPEATABLE
-# READ, the fold's lock, work_mem 64MB, jit off, batches of 1,000,000).
+# Each timed fold runs --runs times on the same data; the fold before the
+# next shape is committed. Folds run as the service runs them, in batches of
+# 1,000,000: a build whose service numbers the rows (sitemap_fold_begin in
+# its schema) by its `fold` command, on a copy of the database made for
+# each run, timed as the command reports it; an earlier build by its
+# schema's sitemap_fold() in psql (REPEATABLE READ, the fold's lock,
+# work_mem 64MB, jit off), rolled back after each run.
 #
 #   scripts/bench_fold_shapes.sh [--rows N] [--runs N] BINARY_A BINARY_B
 #
@@ -42,11 +46,39 @@ SET LOCAL jit = off;
 SELECT folded, caught_up FROM sitemap_fold(1000000);
 $1;"
 }
-# Folds until the pass is done, committing each fold.
-fold_all() {
-    while [[ $(psql -qAt "$1" -c "$(fold_sql COMMIT)" | tail -n 1) != *"|t" ]]; do :; done
-}
 now() { date +%s.%N; }
+# Whether build $1's schema leaves numbering to its service.
+service_folds() {
+    [[ $(psql -qAt "$pg_base/sitemapd_shapes_$1" \
+        -c "SELECT to_regprocedure('sitemap_fold_begin(bigint)') IS NOT NULL") == t ]]
+}
+# Runs build $1's fold command on database $2: prints what it prints.
+fold_command() {
+    DATABASE_URL="$pg_base/$2" SITEMAPD_BASE_URL=http://localhost:8080/ SITEMAPD_FOLD_BATCH_ROWS=1000000 \
+        "${binaries[$1]}" fold 2>/dev/null
+}
+# Folds build $1's database until the pass is done, committing each fold.
+fold_all() {
+    if service_folds "$1"; then
+        fold_command "$1" "sitemapd_shapes_$1" >/dev/null
+    else
+        while [[ $(psql -qAt "$pg_base/sitemapd_shapes_$1" -c "$(fold_sql COMMIT)" | tail -n 1) != *"|t" ]]; do :; done
+    fi
+}
+# One fold of a batch on build $1's database, left as it was: prints
+# "rows seconds".
+timed_fold() {
+    if service_folds "$1"; then
+        psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS sitemapd_shapes_run" \
+            -c "CREATE DATABASE sitemapd_shapes_run TEMPLATE sitemapd_shapes_$1"
+        fold_command "$1" sitemapd_shapes_run | head -n 1 | awk '{ print $2, $5 }'
+        psql -q "$pg_base/postgres" -c "DROP DATABASE sitemapd_shapes_run"
+    else
+        start=$(now)
+        folded=$(psql -qAt "$pg_base/sitemapd_shapes_$1" -c "$(fold_sql ROLLBACK)" | tail -n 1)
+        echo "${folded%%|*} $(echo "$(now) - $start" | bc)"
+    fi
+}
 
 for i in 0 1; do
     db=sitemapd_shapes_$i
@@ -68,13 +100,12 @@ for shape in new update delete; do
     done
     for run in $(seq 1 "$runs"); do
         for i in 0 1; do
-            start=$(now)
-            folded=$(psql -qAt "$pg_base/sitemapd_shapes_$i" -c "$(fold_sql ROLLBACK)" | tail -n 1)
-            echo "$shape run $run: ${binaries[$i]}: fold of ${folded%%|*} rows: $(echo "$(now) - $start" | bc) s"
+            read -r folded seconds < <(timed_fold "$i")
+            echo "$shape run $run: ${binaries[$i]}: fold of $folded rows: $seconds s"
         done
     done
     for i in 0 1; do
-        fold_all "$pg_base/sitemapd_shapes_$i"
+        fold_all "$i"
     done
 done
 for i in 0 1; do

@@ -7,8 +7,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sitemapd::config::Config;
 use sitemapd::sitemap::name::parse_slug;
-use sitemapd::store::{Store, Workload};
+use sitemapd::store::{Store, Turn, Workload};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use sitemapd::ingest::formats::Input;
 use sitemapd::ingest::import::{self, ImportOptions, ImportReport};
@@ -65,6 +66,11 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Place every change committed so far, in batches of fold_batch_rows,
+    /// and write out the change feed, then exit: what a running service does
+    /// a few times a second, for a bulk load placed before the service
+    /// starts. Prints each batch: rows folded and seconds taken.
+    Fold,
     /// Fill the table with realistic synthetic URLs under a configured site.
     Demo {
         /// How many URLs to add.
@@ -167,6 +173,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if !all_taken {
                 return Ok(ExitCode::from(1));
             }
+        }
+        Command::Fold => {
+            let store = connect(&config, Workload::Bulk)
+                .await?
+                .with_fold_batch_rows(settings.fold_batch_rows);
+            fold_everything(&store).await?;
         }
         Command::Migrate => {
             connect(&config, Workload::Serving).await?;
@@ -295,6 +307,37 @@ async fn open(config: &Config, workload: Workload) -> anyhow::Result<Store> {
     })?;
     store.migrate().await?;
     Ok(store)
+}
+
+/// Folds batch after batch until every change committed before the call is
+/// placed, then writes out the feed entries folds kept.
+async fn fold_everything(store: &Store) -> anyhow::Result<()> {
+    // The changes committed before this call are in the first pass that
+    // begins after it.
+    let mut began_a_pass = false;
+    loop {
+        let started = Instant::now();
+        let batch = store
+            .fold_batch(Turn::Wait)
+            .await?
+            .context("a fold that waits its turn gets it")?;
+        println!(
+            "folded {} rows in {:.3} s",
+            batch.folded,
+            started.elapsed().as_secs_f64()
+        );
+        began_a_pass |= batch.began_a_pass;
+        if began_a_pass && batch.caught_up {
+            break;
+        }
+    }
+    let started = Instant::now();
+    let written = store.write_out_feed(Turn::Wait).await?.unwrap_or(0);
+    println!(
+        "wrote {written} feed entries in {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// The database, migrated, with the configuration applied to its schema.

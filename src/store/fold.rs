@@ -15,9 +15,14 @@
 //! writes them out, in order, on a connection of its own, so that the next
 //! fold does not wait for them.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
-use super::{Error, Store};
+use futures_util::StreamExt;
+use sqlx::PgConnection;
+
+use super::numbering::{self, Limits, PageGain, Tail, Unplaced};
+use super::{Error, Store, binary_copy};
 
 /// Whether a fold waits for one already running elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,13 +37,15 @@ pub enum Turn {
 /// transaction writes out.
 const WRITE_OUT_ROWS: i32 = 50;
 
-/// What one fold transaction did.
-struct FoldBatch {
-    folded: u64,
+/// What one fold did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoldBatch {
+    /// Rows it placed, changed in place or took off a page.
+    pub folded: u64,
     /// It began a pass: its snapshot is newer than any commit before it.
-    began_a_pass: bool,
+    pub began_a_pass: bool,
     /// Its pass is done and no row waits to be placed again.
-    caught_up: bool,
+    pub caught_up: bool,
 }
 
 /// What a fold may leave of the feed.
@@ -111,7 +118,9 @@ impl Store {
         }
     }
 
-    async fn fold_batch(&self, turn: Turn) -> Result<Option<FoldBatch>, Error> {
+    /// One fold transaction, of at most `fold_batch_rows` changed rows;
+    /// `None` when `turn` is [`Turn::Skip`] and another fold holds the turn.
+    pub async fn fold_batch(&self, turn: Turn) -> Result<Option<FoldBatch>, Error> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             .execute(&mut *tx)
@@ -119,29 +128,19 @@ impl Store {
         if !take_turn(&mut tx, turn).await? {
             return Ok(None);
         }
-        // A batch's sorts stay in memory, and compiling the plans (their
-        // estimates look huge) costs more than it saves (measured on
-        // 200,000 new rows: 8.9 s with both as they default, 5.9 s without).
-        for setting in ["SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off"] {
-            sqlx::query(setting).execute(&mut *tx).await?;
-        }
-        let (folded, began_a_pass, caught_up): (i64, bool, bool) =
-            sqlx::query_as("SELECT folded, started, caught_up FROM sitemap_fold($1)")
-                .bind(i64::try_from(self.fold_batch_rows).unwrap_or(i64::MAX))
-                .fetch_one(&mut *tx)
-                .await?;
+        let batch = fold_in(
+            &mut tx,
+            Some(i64::try_from(self.fold_batch_rows).unwrap_or(i64::MAX)),
+        )
+        .await?;
         // The news window moves with the time as well as with the rows.
         sqlx::query("SELECT sitemap_refresh_news($1, $2)")
             .bind(self.clock.now())
-            .bind(folded > 0)
+            .bind(batch.folded > 0)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(Some(FoldBatch {
-            folded: u64::try_from(folded).unwrap_or(0),
-            began_a_pass,
-            caught_up,
-        }))
+        Ok(Some(batch))
     }
 
     /// Whether folds are placing a backlog larger than one of them reads:
@@ -235,4 +234,330 @@ pub(super) async fn take_turn(
         }
         Err(error) => Err(error.into()),
     }
+}
+
+/// Runs one fold on `conn`, reading at most `max_rows` changed rows (all
+/// of them when `None`), in the transaction the caller began: REPEATABLE
+/// READ, with `sitemap_fold_state` locked before its first query. One fold
+/// a transaction; the caller commits it.
+///
+/// The schema does all of a fold but numbering the rows it places
+/// (migration `numbering_in_the_service`): `sitemap_fold_begin` reads the
+/// batch and applies what changed, this reads the rows left to place in one
+/// binary `COPY`, numbers them ([`numbering`]) and writes their runs and
+/// placements back the same way, and `sitemap_fold_end` sums up.
+pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<FoldBatch, Error> {
+    // A batch's sorts stay in memory, and compiling the plans (their
+    // estimates look huge) costs more than it saves (measured on 200,000
+    // new rows: 8.9 s with both as they default, 5.9 s without).
+    for setting in ["SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off"] {
+        sqlx::query(setting).execute(&mut *conn).await?;
+    }
+    let began_a_pass: bool = sqlx::query_scalar("SELECT started FROM sitemap_fold_begin($1)")
+        .bind(max_rows)
+        .fetch_one(&mut *conn)
+        .await?;
+    let unplaced = read_unplaced(conn).await?;
+    let limits = limits(conn).await?;
+    let tails = tails(conn, &unplaced.sections).await?;
+    let skipped: Vec<i64> = unplaced.skipped.iter().map(|row| row.id).collect();
+    sqlx::query("SELECT sitemap_fold_announce($1)")
+        .bind(&skipped)
+        .execute(&mut *conn)
+        .await?;
+
+    let mut runs = binary_copy::Writer::default();
+    let mut alone = binary_copy::Writer::default();
+    let mut gains = PageGains::default();
+    for (key, section) in unplaced.sections.iter().enumerate() {
+        let numbered = numbering::number_section(&section.rows, tails[key], limits);
+        for run in &numbered.runs {
+            runs.tuple(8)
+                .text(&section.site)
+                .text(&section.section)
+                .int4(run.page)
+                .int8(run.ids[0])
+                .int8(run.ids[run.ids.len() - 1])
+                .int8_array(&run.ids)
+                .int8_array(&run.loc_hashes)
+                .int4_array(&run.bytes);
+        }
+        for &(i, page) in &numbered.alone {
+            let row = &section.rows[i];
+            alone
+                .tuple(11)
+                .int8(row.id)
+                .text(&section.site)
+                .text(&section.section)
+                .int8(row.loc_hash)
+                .optional_int4(Some(page))
+                .int4(row.bytes)
+                .null()
+                .int4(row.images)
+                .int4(row.videos)
+                .int4(row.alternates)
+                .optional_text(section.clusters.get(&i).map(String::as_str));
+        }
+        for gain in &numbered.pages {
+            gains.add(section, gain);
+        }
+    }
+    for row in &unplaced.skipped {
+        alone
+            .tuple(11)
+            .int8(row.id)
+            .text(&row.site)
+            .text(&row.section)
+            .int8(row.loc_hash)
+            .optional_int4(None)
+            .int4(0)
+            .text(&row.skip_reason)
+            .int4(0)
+            .int4(0)
+            .int4(0)
+            .optional_text(row.cluster.as_deref());
+    }
+    copy_in(
+        conn,
+        "COPY sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
+         FROM STDIN (FORMAT binary)",
+        runs,
+    )
+    .await?;
+    copy_in(
+        conn,
+        "COPY sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason,
+                                  images, videos, alternates, cluster)
+         FROM STDIN (FORMAT binary)",
+        alone,
+    )
+    .await?;
+    gains.insert(conn).await?;
+
+    let (folded, caught_up): (i64, bool) =
+        sqlx::query_as("SELECT folded, caught_up FROM sitemap_fold_end()")
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(FoldBatch {
+        folded: u64::try_from(folded).unwrap_or(0),
+        began_a_pass,
+        caught_up,
+    })
+}
+
+/// A section's rows to place, as `sitemap_fold_unplaced` gives them.
+struct SectionRows {
+    site: String,
+    section: String,
+    rows: Vec<Unplaced>,
+    /// The clusters of the rows that have one, by index into `rows`.
+    clusters: HashMap<usize, String>,
+}
+
+/// A row the fold leaves out, and why.
+struct Skipped {
+    id: i64,
+    site: String,
+    section: String,
+    loc_hash: i64,
+    skip_reason: String,
+    cluster: Option<String>,
+}
+
+#[derive(Default)]
+struct UnplacedRows {
+    sections: Vec<SectionRows>,
+    skipped: Vec<Skipped>,
+}
+
+/// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section.
+async fn read_unplaced(conn: &mut PgConnection) -> Result<UnplacedRows, Error> {
+    // The view's check for a placement is a probe of the primary key per
+    // row that may have one; priced as it is, a million of them plan as a
+    // hash of every placement (as in the schema's fold functions).
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *conn)
+        .await?;
+    let mut unplaced = UnplacedRows::default();
+    // site, then section, to the index of its rows
+    let mut keys: HashMap<String, HashMap<String, usize>> = HashMap::new();
+    let mut reader = binary_copy::Reader::default();
+    let mut stream = conn
+        .copy_out_raw(
+            // A NULL costs the stream no call of a type's send function:
+            // counts of none are sent as NULL.
+            "COPY (SELECT id, site, section, loc_hash, bytes, nullif(images, 0),
+                          nullif(videos, 0), nullif(alternates, 0), cluster, skip_reason
+                   FROM sitemap_fold_unplaced) TO STDOUT (FORMAT binary)",
+        )
+        .await?;
+    while let Some(chunk) = stream.next().await {
+        reader.push(&chunk?);
+        while let Some(mut tuple) = reader.next_tuple()? {
+            let id = tuple.int8("id")?;
+            let site = tuple.str("site")?.to_owned();
+            let section = tuple.str("section")?;
+            let key = match keys.get(&site).and_then(|sections| sections.get(section)) {
+                Some(&key) => key,
+                None => {
+                    let key = unplaced.sections.len();
+                    keys.entry(site.clone())
+                        .or_default()
+                        .insert(section.to_owned(), key);
+                    unplaced.sections.push(SectionRows {
+                        site: site.clone(),
+                        section: section.to_owned(),
+                        rows: Vec::new(),
+                        clusters: HashMap::new(),
+                    });
+                    key
+                }
+            };
+            let loc_hash = tuple.int8("loc_hash")?;
+            let bytes = tuple.int4("bytes")?;
+            let images = tuple.optional_int4("images")?.unwrap_or(0);
+            let videos = tuple.optional_int4("videos")?.unwrap_or(0);
+            let alternates = tuple.optional_int4("alternates")?.unwrap_or(0);
+            let cluster = tuple.optional_str("cluster")?.map(str::to_owned);
+            if let Some(skip_reason) = tuple.optional_str("skip_reason")? {
+                unplaced.skipped.push(Skipped {
+                    id,
+                    site,
+                    section: unplaced.sections[key].section.clone(),
+                    loc_hash,
+                    skip_reason: skip_reason.to_owned(),
+                    cluster,
+                });
+                continue;
+            }
+            let section = &mut unplaced.sections[key];
+            let plain = images == 0 && videos == 0 && alternates == 0 && cluster.is_none();
+            if let Some(cluster) = cluster {
+                section.clusters.insert(section.rows.len(), cluster);
+            }
+            section.rows.push(Unplaced {
+                id,
+                loc_hash,
+                bytes,
+                images,
+                videos,
+                alternates,
+                plain,
+            });
+        }
+    }
+    drop(stream);
+    reader.finish()?;
+    sqlx::query("SET LOCAL enable_seqscan = DEFAULT")
+        .execute(&mut *conn)
+        .await?;
+    Ok(unplaced)
+}
+
+async fn limits(conn: &mut PgConnection) -> Result<Limits, Error> {
+    let (max_urls, entry_budget): (i64, i64) =
+        sqlx::query_as("SELECT max_urls::bigint, entry_budget FROM sitemap_settings")
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(Limits {
+        max_urls,
+        entry_budget,
+    })
+}
+
+/// Each section's last page, if it has one, in the order of `sections`.
+async fn tails(
+    conn: &mut PgConnection,
+    sections: &[SectionRows],
+) -> Result<Vec<Option<Tail>>, Error> {
+    let sites: Vec<&str> = sections.iter().map(|s| s.site.as_str()).collect();
+    let names: Vec<&str> = sections.iter().map(|s| s.section.as_str()).collect();
+    let found: Vec<(i32, i32, i64, i64)> = sqlx::query_as(
+        "SELECT t.n::integer, p.page, p.url_count::bigint, p.bytes
+         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(site, section, n)
+         CROSS JOIN LATERAL (SELECT page, url_count, bytes FROM sitemap_pages p
+                             WHERE p.site = t.site AND p.section = t.section
+                             ORDER BY p.page DESC LIMIT 1) p",
+    )
+    .bind(&sites)
+    .bind(&names)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut tails = vec![None; sections.len()];
+    for (n, page, url_count, bytes) in found {
+        let slot = usize::try_from(n - 1).expect("ordinals count from 1");
+        tails[slot] = Some(Tail {
+            page,
+            url_count,
+            bytes,
+        });
+    }
+    Ok(tails)
+}
+
+/// What each page gains from the rows placed, as columns for
+/// `sitemap_fold_page_deltas`.
+#[derive(Default)]
+struct PageGains {
+    sites: Vec<String>,
+    sections: Vec<String>,
+    pages: Vec<i32>,
+    url_counts: Vec<i64>,
+    bytes: Vec<i64>,
+    images: Vec<i64>,
+    videos: Vec<i64>,
+    alternates: Vec<i64>,
+}
+
+impl PageGains {
+    fn add(&mut self, section: &SectionRows, gain: &PageGain) {
+        self.sites.push(section.site.clone());
+        self.sections.push(section.section.clone());
+        self.pages.push(gain.page);
+        self.url_counts.push(gain.url_count);
+        self.bytes.push(gain.bytes);
+        self.images.push(gain.images);
+        self.videos.push(gain.videos);
+        self.alternates.push(gain.alternates);
+    }
+
+    async fn insert(self, conn: &mut PgConnection) -> Result<(), Error> {
+        if self.pages.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "INSERT INTO sitemap_fold_page_deltas
+             SELECT site, section, page, url_count, bytes, images, videos, alternates, url_count, false
+             FROM unnest($1::text[], $2::text[], $3::integer[], $4::bigint[], $5::bigint[],
+                         $6::bigint[], $7::bigint[], $8::bigint[])
+                  AS d(site, section, page, url_count, bytes, images, videos, alternates)",
+        )
+        .bind(self.sites)
+        .bind(self.sections)
+        .bind(self.pages)
+        .bind(self.url_counts)
+        .bind(self.bytes)
+        .bind(self.images)
+        .bind(self.videos)
+        .bind(self.alternates)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+}
+
+/// Sends what `rows` holds with `statement`, a binary `COPY ... FROM STDIN`;
+/// nothing when it holds no tuple.
+async fn copy_in(
+    conn: &mut PgConnection,
+    statement: &str,
+    rows: binary_copy::Writer,
+) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut copy = conn.copy_in_raw(statement).await?;
+    copy.send(rows.finish()).await?;
+    copy.finish().await?;
+    Ok(())
 }

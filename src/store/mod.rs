@@ -20,14 +20,16 @@ use crate::config::Settings;
 use crate::site::Site;
 use crate::sitemap::name::NEWS_SECTION;
 
+mod binary_copy;
 mod browse;
 mod fold;
 mod import;
+mod numbering;
 mod push;
 mod records;
 
 pub use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
-pub use fold::{Retention, Turn};
+pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub use import::{ImportCounts, ImportSession};
 pub use push::{Backlog, ChangeBatch, Claim, SubmissionClaim};
 pub use records::{ClusterStats, PageStats, SectionStats, SiteStats, StoredRecord};
@@ -46,6 +48,8 @@ pub enum Error {
     /// like, where packets are dropped rather than connections refused.
     #[error("database: no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
+    #[error("reading a fold's rows: {0}")]
+    FoldRows(#[from] binary_copy::FormatError),
 }
 
 impl Error {

@@ -332,3 +332,57 @@ async fn migrate_creates_the_database_when_it_is_missing(pool: PgPool) {
         stderr(&migrated)
     );
 }
+
+#[sqlx::test]
+async fn fold_places_a_bulk_load_before_the_service_starts(pool: PgPool) {
+    crate::helpers::exec(
+        &pool,
+        &format!(
+            "INSERT INTO sitemap_urls (section, loc)
+             SELECT CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END, '{BASE_URL}bulk/' || g
+             FROM generate_series(1, 25000) g"
+        ),
+    )
+    .await;
+    let mut command = binary(&pool);
+    command
+        .arg("fold")
+        .env("SITEMAPD_FOLD_BATCH_ROWS", "10000")
+        .env("SITEMAPD_MAX_URLS", "5000");
+    let folded = output(command).await;
+    assert!(folded.status.success(), "{}", stderr(&folded));
+    let printed = String::from_utf8_lossy(&folded.stdout);
+    let lines: Vec<&str> = printed.lines().collect();
+    let counts: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| line.strip_prefix("folded "))
+        .map(|rest| rest.split(' ').next().expect("a count"))
+        .collect();
+    assert_eq!(counts, ["10000", "10000", "5000"], "{printed}");
+    assert!(
+        lines
+            .last()
+            .is_some_and(|line| line.starts_with("wrote 25000 feed entries in ")),
+        "folds of 10,000 rows keep their entries, written out at the end: {printed}"
+    );
+
+    let pages: Vec<(String, i32, i32)> =
+        sqlx::query_as("SELECT section, page, url_count FROM sitemap_pages ORDER BY section, page")
+            .fetch_all(&pool)
+            .await
+            .expect("pages");
+    let expected: Vec<(String, i32, i32)> = ["even", "odd"]
+        .into_iter()
+        .flat_map(|section| {
+            [(1, 5000), (2, 5000), (3, 2500)].map(|(p, n)| (section.to_owned(), p, n))
+        })
+        .collect();
+    assert_eq!(pages, expected);
+    let added: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT loc) FROM sitemap_changes WHERE change = 'added'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("feed");
+    assert_eq!(added, 25_000);
+}
