@@ -162,7 +162,8 @@ BEGIN
                f.own_bytes + coalesce(k.link_bytes, 0) AS bytes,
                coalesce(cardinality(k.hrefs), 0) AS alternates,
                CASE WHEN s.site IS NULL THEN 'site not configured'
-                    WHEN NOT sitemap_loc_in_scope(f.loc, s.origin, s.path_prefix)
+                    WHEN NOT ((s.plain_base AND starts_with(f.loc, s.base) AND strpos(f.loc, '/.') = 0)
+                              OR sitemap_loc_in_scope(f.loc, s.origin, s.path_prefix))
                         THEN 'loc outside the site''s base URL ' || s.origin || s.path_prefix
                     WHEN f.own_bytes + coalesce(k.link_bytes, 0) > (SELECT entry_budget FROM sitemap_settings)
                         THEN format('entry of %s bytes, over the page budget of %s (max_bytes less %s)',
@@ -172,7 +173,13 @@ BEGIN
         -- the settings in subqueries, not joined: a join is a step per row
         -- even for a query that reads no setting (the feed's)
         FROM sitemap_fold_rows f
-        LEFT JOIN sitemap_sites s ON s.site = f.site
+        -- Each site's base, and whether the scope rule's shortcut holds for
+        -- it (see sitemap_loc_in_scope), worked out once, not per row: 0.4 s
+        -- per million rows. Grouped by its key, so a query that reads no
+        -- column of it (the feed's) does not join it at all.
+        LEFT JOIN (SELECT site, origin, path_prefix, origin || path_prefix AS base,
+                          left(path_prefix, 1) = '/' AND origin = lower(origin) AS plain_base
+                   FROM sitemap_sites GROUP BY site) s ON s.site = f.site
         LEFT JOIN sitemap_clusters k ON k.cluster = f.cluster AND k.problem IS NULL
         WHERE NOT (f.may_be_placed AND (EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id)
                                          OR EXISTS (SELECT 1 FROM sitemap_fold_in_runs r

@@ -1,8 +1,9 @@
 //! Folding committed changes into pages, and pruning the change feed.
 //!
 //! Applications' transactions only mark what they change (see the migration
-//! `placement_in_the_service`); `sitemap_fold()` in the schema does the
-//! placing. This runs it the one way it is correct: in a REPEATABLE READ
+//! `placement_in_the_service`); a fold places it, the schema's functions and
+//! this module together ([`fold_in`]: the service numbers the rows it
+//! places). This runs a fold the one way it is correct: in a REPEATABLE READ
 //! transaction that locks `sitemap_fold_state` before its first query, so
 //! folds from any number of replicas take turns and each reads with a
 //! snapshot newer than the last. A pass over what committed between two
