@@ -6,13 +6,13 @@
 #   new:     the 1M rows, new;
 #   update:  all of them, lastmod changed in one transaction;
 #   delete:  half of them deleted and a tenth of the rest renamed.
-# Each timed fold runs --runs times on the same data; the fold before the
-# next shape is committed. Folds run as the service runs them, in batches of
-# 1,000,000: a build whose service numbers the rows (sitemap_fold_begin in
-# its schema) by its `fold` command, on a copy of the database made for
-# each run, timed as the command reports it; an earlier build by its
-# schema's sitemap_fold() in psql (REPEATABLE READ, the fold's lock,
-# work_mem 64MB, jit off), rolled back after each run.
+# Each timed fold runs --runs times, each on a copy of the database made
+# for it, and commits; the fold before the next shape is committed too.
+# Folds run as the service runs them, in batches of 1,000,000: a build
+# whose service numbers the rows (sitemap_fold_begin in its schema) by its
+# `fold` command, timed as the command reports the fold's transaction; an
+# earlier build by its schema's sitemap_fold() in psql (REPEATABLE READ,
+# the fold's lock, work_mem 64MB, jit off), timed around psql.
 #
 #   scripts/bench_fold_shapes.sh [--rows N] [--runs N] BINARY_A BINARY_B
 #
@@ -68,16 +68,16 @@ fold_all() {
 # One fold of a batch on build $1's database, left as it was: prints
 # "rows seconds".
 timed_fold() {
+    psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS sitemapd_shapes_run" \
+        -c "CREATE DATABASE sitemapd_shapes_run TEMPLATE sitemapd_shapes_$1"
     if service_folds "$1"; then
-        psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS sitemapd_shapes_run" \
-            -c "CREATE DATABASE sitemapd_shapes_run TEMPLATE sitemapd_shapes_$1"
-        fold_command "$1" sitemapd_shapes_run | head -n 1 | awk '{ print $2, $5 }'
-        psql -q "$pg_base/postgres" -c "DROP DATABASE sitemapd_shapes_run"
+        fold_command "$1" sitemapd_shapes_run | awk 'NR == 1 { print $2, $5 }'
     else
         start=$(now)
-        folded=$(psql -qAt "$pg_base/sitemapd_shapes_$1" -c "$(fold_sql ROLLBACK)" | tail -n 1)
+        folded=$(psql -qAt "$pg_base/sitemapd_shapes_run" -c "$(fold_sql COMMIT)" | tail -n 1)
         echo "${folded%%|*} $(echo "$(now) - $start" | bc)"
     fi
+    psql -q "$pg_base/postgres" -c "DROP DATABASE sitemapd_shapes_run"
 }
 
 for i in 0 1; do
@@ -100,7 +100,8 @@ for shape in new update delete; do
     done
     for run in $(seq 1 "$runs"); do
         for i in 0 1; do
-            read -r folded seconds < <(timed_fold "$i")
+            timed=$(timed_fold "$i")
+            read -r folded seconds <<< "$timed"
             echo "$shape run $run: ${binaries[$i]}: fold of $folded rows: $seconds s"
         done
     done

@@ -261,11 +261,19 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     let unplaced = read_unplaced(conn).await?;
     let limits = limits(conn).await?;
     let tails = tails(conn, &unplaced.sections).await?;
-    let skipped: Vec<i64> = unplaced.skipped.iter().map(|row| row.id).collect();
-    sqlx::query("SELECT sitemap_fold_announce($1)")
-        .bind(&skipped)
-        .execute(&mut *conn)
-        .await?;
+    // A fold that places no row (one of updates in place, say) has no
+    // entry to announce, and is spared reading the rows again for none.
+    if unplaced
+        .sections
+        .iter()
+        .any(|section| !section.rows.is_empty())
+    {
+        let skipped: Vec<i64> = unplaced.skipped.iter().map(|row| row.id).collect();
+        sqlx::query("SELECT sitemap_fold_announce($1)")
+            .bind(&skipped)
+            .execute(&mut *conn)
+            .await?;
+    }
 
     let mut runs = binary_copy::Writer::default();
     let mut alone = binary_copy::Writer::default();
