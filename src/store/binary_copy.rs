@@ -228,7 +228,7 @@ impl Writer {
         }
     }
 
-    pub fn null(&mut self) -> &mut Self {
+    fn null(&mut self) -> &mut Self {
         self.buffer.put_i32(-1);
         self
     }

@@ -293,38 +293,32 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         }
         for &(i, page) in &numbered.alone {
             let row = &section.rows[i];
-            alone
-                .tuple(11)
-                .int8(row.id)
-                .text(&section.site)
-                .text(&section.section)
-                .int8(row.loc_hash)
-                .optional_int4(Some(page))
-                .int4(row.bytes)
-                .null()
-                .int4(row.images)
-                .int4(row.videos)
-                .int4(row.alternates)
-                .optional_text(section.clusters.get(&i).map(String::as_str));
+            Placement {
+                id: row.id,
+                site: &section.site,
+                section: &section.section,
+                loc_hash: row.loc_hash,
+                place: Ok(page),
+                sizes: [row.bytes, row.images, row.videos, row.alternates],
+                cluster: section.clusters.get(&i).map(String::as_str),
+            }
+            .write(&mut alone);
         }
         for gain in &numbered.pages {
             gains.add(section, gain);
         }
     }
     for row in &unplaced.skipped {
-        alone
-            .tuple(11)
-            .int8(row.id)
-            .text(&row.site)
-            .text(&row.section)
-            .int8(row.loc_hash)
-            .optional_int4(None)
-            .int4(0)
-            .text(&row.skip_reason)
-            .int4(0)
-            .int4(0)
-            .int4(0)
-            .optional_text(row.cluster.as_deref());
+        Placement {
+            id: row.id,
+            site: &row.site,
+            section: &row.section,
+            loc_hash: row.loc_hash,
+            place: Err(&row.skip_reason),
+            sizes: [0; 4],
+            cluster: row.cluster.as_deref(),
+        }
+        .write(&mut alone);
     }
     copy_in(
         conn,
@@ -352,6 +346,38 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         began_a_pass,
         caught_up,
     })
+}
+
+/// A row of `sitemap_placements`, in the order the `COPY` of them lists
+/// its columns.
+struct Placement<'a> {
+    id: i64,
+    site: &'a str,
+    section: &'a str,
+    loc_hash: i64,
+    /// Its page, or why it is left out.
+    place: Result<i32, &'a str>,
+    /// bytes, images, videos and alternates (none for a row left out)
+    sizes: [i32; 4],
+    cluster: Option<&'a str>,
+}
+
+impl Placement<'_> {
+    fn write(&self, rows: &mut binary_copy::Writer) {
+        let [bytes, images, videos, alternates] = self.sizes;
+        rows.tuple(11)
+            .int8(self.id)
+            .text(self.site)
+            .text(self.section)
+            .int8(self.loc_hash)
+            .optional_int4(self.place.ok())
+            .int4(bytes)
+            .optional_text(self.place.err())
+            .int4(images)
+            .int4(videos)
+            .int4(alternates)
+            .optional_text(self.cluster);
+    }
 }
 
 /// A section's rows to place, as `sitemap_fold_unplaced` gives them.
