@@ -310,27 +310,17 @@ async fn open(config: &Config, workload: Workload) -> anyhow::Result<Store> {
 }
 
 /// Folds batch after batch until every change committed before the call is
-/// placed, then writes out the feed entries folds kept.
+/// placed, then writes out the feed entries folds kept; prints each step.
 async fn fold_everything(store: &Store) -> anyhow::Result<()> {
-    // The changes committed before this call are in the first pass that
-    // begins after it.
-    let mut began_a_pass = false;
-    loop {
-        let started = Instant::now();
-        let batch = store
-            .fold_batch(Turn::Wait)
-            .await?
-            .context("a fold that waits its turn gets it")?;
-        println!(
-            "folded {} rows in {:.3} s",
-            batch.folded,
-            started.elapsed().as_secs_f64()
-        );
-        began_a_pass |= batch.began_a_pass;
-        if began_a_pass && batch.caught_up {
-            break;
-        }
-    }
+    store
+        .fold_batches(Turn::Wait, |batch, took| {
+            println!(
+                "folded {} rows in {:.3} s",
+                batch.folded,
+                took.as_secs_f64()
+            );
+        })
+        .await?;
     let started = Instant::now();
     let written = store.write_out_feed(Turn::Wait).await?.unwrap_or(0);
     println!(

@@ -9,6 +9,8 @@
 //! field, a 32-bit length (-1 for NULL) and the value in the type's send
 //! format; then a count of -1.
 
+use std::cell::Cell;
+
 use bytes::{Buf, BufMut, BytesMut};
 
 const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
@@ -86,8 +88,8 @@ impl Reader {
         let tuple = self.buffer.split_to(end).freeze();
         Ok(Some(Tuple {
             bytes: tuple,
-            at: 2,
-            remaining: fields,
+            at: Cell::new(2),
+            remaining: Cell::new(fields),
         }))
     }
 
@@ -101,36 +103,33 @@ impl Reader {
     }
 }
 
-/// One tuple's fields, read in column order.
+/// One tuple's fields, read in column order. Reading takes `&self`, so
+/// the text of one field can be held while the next is read.
 pub struct Tuple {
     bytes: bytes::Bytes,
-    at: usize,
-    remaining: usize,
+    at: Cell<usize>,
+    remaining: Cell<usize>,
 }
 
 impl Tuple {
-    fn field(&mut self) -> Result<Option<&[u8]>, FormatError> {
-        if self.remaining == 0 {
+    fn field(&self) -> Result<Option<&[u8]>, FormatError> {
+        let Some(remaining) = self.remaining.get().checked_sub(1) else {
             return Err(malformed(
                 "a tuple with fewer fields than its statement's columns",
             ));
-        }
-        self.remaining -= 1;
-        let length = i32::from_be_bytes(
-            self.bytes[self.at..self.at + 4]
-                .try_into()
-                .expect("4 bytes"),
-        );
-        self.at += 4;
+        };
+        self.remaining.set(remaining);
+        let at = self.at.get();
+        let length = i32::from_be_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
         let Ok(length) = usize::try_from(length) else {
+            self.at.set(at + 4);
             return Ok(None);
         };
-        let value = &self.bytes[self.at..self.at + length];
-        self.at += length;
-        Ok(Some(value))
+        self.at.set(at + 4 + length);
+        Ok(Some(&self.bytes[at + 4..at + 4 + length]))
     }
 
-    fn value<const N: usize>(&mut self, column: &str) -> Result<[u8; N], FormatError> {
+    fn value<const N: usize>(&self, column: &str) -> Result<[u8; N], FormatError> {
         let value = self
             .field()?
             .ok_or_else(|| malformed(format!("{column} is NULL")))?;
@@ -139,16 +138,16 @@ impl Tuple {
             .map_err(|_| malformed(format!("{column} has {} bytes, not {N}", value.len())))
     }
 
-    pub fn int8(&mut self, column: &str) -> Result<i64, FormatError> {
+    pub fn int8(&self, column: &str) -> Result<i64, FormatError> {
         self.value(column).map(i64::from_be_bytes)
     }
 
-    pub fn int4(&mut self, column: &str) -> Result<i32, FormatError> {
+    pub fn int4(&self, column: &str) -> Result<i32, FormatError> {
         self.value(column).map(i32::from_be_bytes)
     }
 
     /// An `integer` that may be NULL.
-    pub fn optional_int4(&mut self, column: &str) -> Result<Option<i32>, FormatError> {
+    pub fn optional_int4(&self, column: &str) -> Result<Option<i32>, FormatError> {
         self.field()?
             .map(|value| {
                 <[u8; 4]>::try_from(value)
@@ -158,12 +157,12 @@ impl Tuple {
             .transpose()
     }
 
-    pub fn str(&mut self, column: &str) -> Result<&str, FormatError> {
+    pub fn str(&self, column: &str) -> Result<&str, FormatError> {
         self.optional_str(column)?
             .ok_or_else(|| malformed(format!("{column} is NULL")))
     }
 
-    pub fn optional_str(&mut self, column: &str) -> Result<Option<&str>, FormatError> {
+    pub fn optional_str(&self, column: &str) -> Result<Option<&str>, FormatError> {
         self.field()?
             .map(|value| {
                 std::str::from_utf8(value).map_err(|_| malformed(format!("{column} is not UTF-8")))
@@ -289,7 +288,7 @@ mod tests {
         let mut read = Vec::new();
         for part in stream.chunks(chunk) {
             reader.push(part);
-            while let Some(mut tuple) = reader.next_tuple().expect("well formed") {
+            while let Some(tuple) = reader.next_tuple().expect("well formed") {
                 read.push((
                     tuple.int8("a").expect("a"),
                     tuple.int4("b").expect("b"),
@@ -345,7 +344,7 @@ mod tests {
         writer.tuple(1).int8(1);
         let mut reader = Reader::default();
         reader.push(&writer.finish());
-        let mut tuple = reader.next_tuple().expect("well formed").expect("a tuple");
+        let tuple = reader.next_tuple().expect("well formed").expect("a tuple");
         assert_eq!(tuple.int8("a").expect("a"), 1);
         assert!(tuple.int8("b").is_err());
     }

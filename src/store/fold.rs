@@ -17,7 +17,7 @@
 //! fold does not wait for them.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use sqlx::PgConnection;
@@ -66,22 +66,34 @@ impl Store {
     /// placed, changed in place or took off a page; `None` when `turn` is
     /// [`Turn::Skip`] and another fold holds the turn.
     pub async fn fold(&self, turn: Turn) -> Result<Option<u64>, Error> {
+        let folded = self.fold_batches(turn, |_, _| {}).await?;
+        if turn == Turn::Wait && folded.is_some() {
+            // What was folded is in the feed too when this returns.
+            self.write_out_feed(Turn::Wait).await?;
+        }
+        Ok(folded)
+    }
+
+    /// The folds of [`Store::fold`], without writing out the feed entries
+    /// they keep; `on_batch` hears of each fold and how long it took.
+    pub async fn fold_batches(
+        &self,
+        turn: Turn,
+        mut on_batch: impl FnMut(&FoldBatch, Duration),
+    ) -> Result<Option<u64>, Error> {
         let mut folded = 0;
         // A pass under way may have begun before the caller's commit: the
         // caller's changes are in the first pass that begins after it.
         let mut began_a_pass = false;
         loop {
+            let started = Instant::now();
             let Some(batch) = self.fold_batch(turn).await? else {
                 return Ok(None);
             };
+            on_batch(&batch, started.elapsed());
             folded += batch.folded;
             began_a_pass |= batch.began_a_pass;
-            if turn == Turn::Skip {
-                return Ok(Some(folded));
-            }
-            if began_a_pass && batch.caught_up {
-                // What was folded is in the feed too when this returns.
-                self.write_out_feed(Turn::Wait).await?;
+            if turn == Turn::Skip || (began_a_pass && batch.caught_up) {
                 return Ok(Some(folded));
             }
         }
@@ -121,7 +133,7 @@ impl Store {
 
     /// One fold transaction, of at most `fold_batch_rows` changed rows;
     /// `None` when `turn` is [`Turn::Skip`] and another fold holds the turn.
-    pub async fn fold_batch(&self, turn: Turn) -> Result<Option<FoldBatch>, Error> {
+    async fn fold_batch(&self, turn: Turn) -> Result<Option<FoldBatch>, Error> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             .execute(&mut *tx)
@@ -309,10 +321,11 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         }
     }
     for row in &unplaced.skipped {
+        let section = &unplaced.sections[row.section];
         Placement {
             id: row.id,
-            site: &row.site,
-            section: &row.section,
+            site: &section.site,
+            section: &section.section,
             loc_hash: row.loc_hash,
             place: Err(&row.skip_reason),
             sizes: [0; 4],
@@ -392,8 +405,8 @@ struct SectionRows {
 /// A row the fold leaves out, and why.
 struct Skipped {
     id: i64,
-    site: String,
-    section: String,
+    /// Its section's index in [`UnplacedRows::sections`].
+    section: usize,
     loc_hash: i64,
     skip_reason: String,
     cluster: Option<String>,
@@ -428,19 +441,19 @@ async fn read_unplaced(conn: &mut PgConnection) -> Result<UnplacedRows, Error> {
         .await?;
     while let Some(chunk) = stream.next().await {
         reader.push(&chunk?);
-        while let Some(mut tuple) = reader.next_tuple()? {
+        while let Some(tuple) = reader.next_tuple()? {
             let id = tuple.int8("id")?;
-            let site = tuple.str("site")?.to_owned();
+            let site = tuple.str("site")?;
             let section = tuple.str("section")?;
-            let key = match keys.get(&site).and_then(|sections| sections.get(section)) {
+            let key = match keys.get(site).and_then(|sections| sections.get(section)) {
                 Some(&key) => key,
                 None => {
                     let key = unplaced.sections.len();
-                    keys.entry(site.clone())
+                    keys.entry(site.to_owned())
                         .or_default()
                         .insert(section.to_owned(), key);
                     unplaced.sections.push(SectionRows {
-                        site: site.clone(),
+                        site: site.to_owned(),
                         section: section.to_owned(),
                         rows: Vec::new(),
                         clusters: HashMap::new(),
@@ -457,8 +470,7 @@ async fn read_unplaced(conn: &mut PgConnection) -> Result<UnplacedRows, Error> {
             if let Some(skip_reason) = tuple.optional_str("skip_reason")? {
                 unplaced.skipped.push(Skipped {
                     id,
-                    site,
-                    section: unplaced.sections[key].section.clone(),
+                    section: key,
                     loc_hash,
                     skip_reason: skip_reason.to_owned(),
                     cluster,
