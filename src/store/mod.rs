@@ -50,6 +50,17 @@ pub enum Error {
     Timeout(Duration),
     #[error("reading a fold's rows: {0}")]
     FoldRows(#[from] binary_copy::FormatError),
+    #[error(
+        "migrating the database: it has applied migration {newest_applied} but not the older \
+         {missing} ({description}); applying it now would build another schema than a fresh \
+         database gets, so nothing was applied. A migration's version must be above every \
+         version already released (migrations/README.md)"
+    )]
+    MigrationOutOfOrder {
+        missing: i64,
+        description: String,
+        newest_applied: i64,
+    },
 }
 
 impl Error {
@@ -80,6 +91,24 @@ impl From<sqlx::migrate::MigrateError> for Error {
     fn from(error: sqlx::migrate::MigrateError) -> Self {
         Error::Migrate(error)
     }
+}
+
+/// The first of `known` migrations that the database lacks although it has
+/// applied a newer one: sqlx would apply it after those, out of the order a
+/// fresh database gets.
+fn out_of_order<'a>(
+    applied: &[i64],
+    known: impl IntoIterator<Item = (i64, &'a str)>,
+) -> Option<Error> {
+    let newest_applied = *applied.iter().max()?;
+    known
+        .into_iter()
+        .find(|(version, _)| *version < newest_applied && !applied.contains(version))
+        .map(|(missing, description)| Error::MigrationOutOfOrder {
+            missing,
+            description: description.to_owned(),
+            newest_applied,
+        })
 }
 
 /// Handle to the database; cheap to clone (it shares its pools).
@@ -297,9 +326,30 @@ impl Store {
         &self.pool
     }
 
-    /// Applies the migrations in `migrations/`, built into the binary.
+    /// Applies the migrations in `migrations/`, built into the binary, after
+    /// making sure none of those it lacks sorts before one it has applied.
     pub async fn migrate(&self) -> Result<(), Error> {
-        sqlx::migrate!().run(&self.pool).await?;
+        let migrator = sqlx::migrate!();
+        let applied: Vec<i64> = match sqlx::query_scalar::<_, Option<String>>(
+            "SELECT to_regclass('_sqlx_migrations')::text",
+        )
+        .fetch_one(&self.pool)
+        .await?
+        {
+            Some(_) => {
+                sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let known = migrator
+            .iter()
+            .map(|migration| (migration.version, migration.description.as_ref()));
+        if let Some(error) = out_of_order(&applied, known) {
+            return Err(error);
+        }
+        migrator.run(&self.pool).await?;
         Ok(())
     }
 
@@ -548,4 +598,38 @@ fn pool_options(settings: &Settings) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(settings.db_max_connections)
         .acquire_timeout(Duration::from_millis(settings.db_acquire_timeout_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Vec<(i64, &'static str)> {
+        vec![(1, "schema"), (2, "feed"), (3, "runs")]
+    }
+
+    #[test]
+    fn a_database_missing_only_newer_migrations_is_in_order() {
+        for applied in [&[][..], &[1], &[1, 2], &[1, 2, 3]] {
+            assert!(out_of_order(applied, known()).is_none(), "{applied:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_migration_older_than_an_applied_one_is_named() {
+        let error = out_of_order(&[1, 3], known()).expect("refused");
+        assert!(matches!(
+            error,
+            Error::MigrationOutOfOrder {
+                missing: 2,
+                newest_applied: 3,
+                ..
+            }
+        ));
+        let message = error.to_string();
+        assert!(
+            message.contains("migration 3 but not the older 2 (feed)"),
+            "{message}"
+        );
+    }
 }
