@@ -15,6 +15,7 @@ mod html_view;
 mod import;
 mod index;
 mod indexnow;
+mod migrations;
 mod news;
 mod operations;
 mod pages;

@@ -1,0 +1,2830 @@
+-- The schema the migrations build, as pg_dump prints it from a freshly
+-- migrated database (owners, privileges and sqlx's own table left out).
+-- Each table's, column's and function's purpose is its comment.
+--
+-- Generated: do not edit. `BLESS=1 cargo test --test api schema_sql`
+-- writes it again; the test fails when the migrations and this file differ.
+--
+-- PostgreSQL database dump
+--
+
+
+--
+-- Name: sitemap_apply_deltas(text[], text[], integer[], bigint[], bigint[], bigint[], bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_apply_deltas(sites text[], sections text[], pages integer[], counts bigint[], byte_counts bigint[], image_counts bigint[], video_counts bigint[], alternate_counts bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF sites IS NULL THEN
+        RETURN;
+    END IF;
+    WITH d AS (
+        SELECT site, section, page, sum(n) AS n, sum(b) AS b, sum(i) AS i, sum(v) AS v, sum(a) AS a
+        FROM unnest(sites, sections, pages, counts, byte_counts, image_counts, video_counts, alternate_counts)
+            AS d(site, section, page, n, b, i, v, a)
+        GROUP BY site, section, page
+    ), existing AS (
+        UPDATE sitemap_pages p
+        SET url_count = p.url_count + d.n,
+            bytes = p.bytes + d.b,
+            images = p.images + d.i,
+            videos = p.videos + d.v,
+            alternates = p.alternates + d.a,
+            lastmod = greatest(clock_timestamp(), p.lastmod + interval '1 microsecond')
+        FROM d
+        WHERE p.site = d.site AND p.section = d.section AND p.page = d.page
+        RETURNING p.site, p.section, p.page
+    )
+    INSERT INTO sitemap_pages (site, section, page, url_count, bytes, images, videos, alternates, lastmod)
+    SELECT d.site, d.section, d.page, d.n, d.b, d.i, d.v, d.a, clock_timestamp()
+    FROM d
+    WHERE NOT EXISTS (SELECT 1 FROM existing e
+                      WHERE e.site = d.site AND e.section = d.section AND e.page = d.page);
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_apply_deltas(sites text[], sections text[], pages integer[], counts bigint[], byte_counts bigint[], image_counts bigint[], video_counts bigint[], alternate_counts bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_apply_deltas(sites text[], sections text[], pages integer[], counts bigint[], byte_counts bigint[], image_counts bigint[], video_counts bigint[], alternate_counts bigint[]) IS 'Adds per-page deltas (URLs, bytes, extension entries) to the summaries in sitemap_pages, and moves each listed page''s lastmod forward; a zero delta is a change in place.';
+
+
+--
+-- Name: sitemap_check_boolean(text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_boolean(field text, value jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF jsonb_typeof(value) IS DISTINCT FROM 'boolean' THEN
+        RETURN sitemap_refuse(field, coalesce(value #>> '{}', 'null'), 'true or false (served as yes / no)');
+    END IF;
+    RETURN true;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_check_boolean(field text, value jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_boolean(field text, value jsonb) IS 'Refuses a value that is not a JSON boolean (served as yes / no).';
+
+
+--
+-- Name: sitemap_check_datetime(text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_datetime(field text, value jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF jsonb_typeof(value) IS DISTINCT FROM 'string' OR sitemap_w3c_datetime(value #>> '{}') IS NULL THEN
+        RETURN sitemap_refuse(field, coalesce(value #>> '{}', 'null'),
+            'a date (YYYY-MM-DD) or a date and time with seconds and zone (YYYY-MM-DDThh:mm:ss[.s] with Z or ±hh:mm)');
+    END IF;
+    RETURN true;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_check_datetime(field text, value jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_datetime(field text, value jsonb) IS 'Refuses a value that is not a W3C datetime the extensions'' schemas accept (sitemap_w3c_datetime).';
+
+
+--
+-- Name: sitemap_check_hreflang(text[], text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_hreflang(hreflang text[], cluster text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+    code text;
+BEGIN
+    IF (hreflang IS NULL) <> (cluster IS NULL) THEN
+        RETURN sitemap_refuse(CASE WHEN cluster IS NULL THEN 'hreflang_cluster' ELSE 'hreflang' END, '',
+            'hreflang and hreflang_cluster are set together');
+    END IF;
+    IF cluster = '' OR char_length(cluster) > 256 THEN
+        RETURN sitemap_refuse('hreflang_cluster', cluster, 'a name of 1 to 256 characters');
+    END IF;
+    IF cardinality(hreflang) = 0 THEN
+        RETURN sitemap_refuse('hreflang', '{}', 'at least one language');
+    END IF;
+    FOREACH code IN ARRAY hreflang LOOP
+        IF code IS NULL OR NOT (lower(code) = 'x-default'
+            OR (lower(code) ~ '^[a-z]{2}(-[a-z]{2})?$'
+                AND lower(left(code, 2)) = ANY (sitemap_iso_languages())
+                AND (char_length(code) = 2 OR upper(right(code, 2)) = ANY (sitemap_iso_countries())))) THEN
+            RETURN sitemap_refuse('hreflang', coalesce(code, 'null'),
+                'an ISO 639-1 language, optionally with an ISO 3166-1 alpha-2 region (de, de-AT), or x-default');
+        END IF;
+    END LOOP;
+    RETURN true;
+END $_$;
+
+
+--
+-- Name: FUNCTION sitemap_check_hreflang(hreflang text[], cluster text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_hreflang(hreflang text[], cluster text) IS 'The CHECK of sitemap_urls.hreflang and hreflang_cluster: set together; a cluster name of 1 to 256 characters; each code an ISO 639-1 language, optionally with an ISO 3166-1 alpha-2 region, or x-default, matched case-insensitively as crawlers do.';
+
+
+--
+-- Name: sitemap_check_images(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_images(images jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    image jsonb;
+    i integer := 0;
+BEGIN
+    IF jsonb_typeof(images) <> 'array' THEN
+        RETURN sitemap_refuse('images', images::text, 'a JSON array of {"loc": URL}');
+    END IF;
+    IF jsonb_array_length(images) > 1000 THEN
+        RETURN sitemap_refuse('images', jsonb_array_length(images) || ' images', 'at most 1,000 images per URL');
+    END IF;
+    FOR image IN SELECT jsonb_array_elements(images) LOOP
+        PERFORM sitemap_check_keys(format('images[%s]', i), image, '{loc}', '{caption,geo_location,title,license}');
+        IF NOT image ? 'loc' THEN
+            RETURN sitemap_refuse(format('images[%s].loc', i), '', 'required');
+        END IF;
+        PERFORM sitemap_check_url(format('images[%s].loc', i), image -> 'loc');
+        i := i + 1;
+    END LOOP;
+    RETURN true;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_check_images(images jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_images(images jsonb) IS 'The CHECK of sitemap_urls.images: an array of at most 1,000 objects, each with a loc URL and no other key.';
+
+
+--
+-- Name: sitemap_check_keys(text, jsonb, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_keys(field text, value jsonb, allowed text[], deprecated text[]) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+    key text;
+BEGIN
+    IF jsonb_typeof(value) IS DISTINCT FROM 'object' THEN
+        RETURN sitemap_refuse(field, coalesce(value::text, 'null'), 'a JSON object');
+    END IF;
+    FOR key IN SELECT jsonb_object_keys(value) LOOP
+        IF key = ANY (deprecated) THEN
+            RETURN sitemap_refuse(field || '.' || key, value ->> key,
+                'deprecated by Google in 2022; sitemapd never serves it');
+        ELSIF NOT key = ANY (allowed) THEN
+            RETURN sitemap_refuse(field || '.' || key, value ->> key,
+                'not a field of ' || regexp_replace(field, '\[\d+\]$', '') || ' (' || array_to_string(allowed, ', ') || ')');
+        END IF;
+    END LOOP;
+    RETURN true;
+END $_$;
+
+
+--
+-- Name: FUNCTION sitemap_check_keys(field text, value jsonb, allowed text[], deprecated text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_keys(field text, value jsonb, allowed text[], deprecated text[]) IS 'Refuses keys of an object outside allowed; those Google deprecated in 2022 (deprecated) with that reason.';
+
+
+--
+-- Name: sitemap_check_news(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_news(news jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $_$
+DECLARE
+    published timestamptz;
+BEGIN
+    PERFORM sitemap_check_keys('news', news, '{publication_name,language,publication_date,title}', '{}');
+    IF NOT news ? 'publication_name' THEN
+        RETURN sitemap_refuse('news.publication_name', '', 'required');
+    END IF;
+    PERFORM sitemap_check_text('news.publication_name', news -> 'publication_name', 2048);
+    IF NOT news ? 'language' THEN
+        RETURN sitemap_refuse('news.language', '', 'required');
+    END IF;
+    IF jsonb_typeof(news -> 'language') <> 'string'
+       OR NOT ((news ->> 'language') = ANY (sitemap_iso_languages())
+               OR (news ->> 'language') ~ '^[a-z]{3}$'
+               OR (news ->> 'language') IN ('zh-cn', 'zh-tw')) THEN
+        RETURN sitemap_refuse('news.language', news ->> 'language',
+            'an ISO 639 language code in lower case (en, de, …), or zh-cn / zh-tw');
+    END IF;
+    IF NOT news ? 'publication_date' THEN
+        RETURN sitemap_refuse('news.publication_date', '', 'required');
+    END IF;
+    PERFORM sitemap_check_datetime('news.publication_date', news -> 'publication_date');
+    published := sitemap_w3c_datetime(news ->> 'publication_date');
+    IF published > now() + interval '5 minutes' THEN
+        RETURN sitemap_refuse('news.publication_date', news ->> 'publication_date',
+            'not in the future (the article''s first publication)');
+    END IF;
+    IF NOT news ? 'title' THEN
+        RETURN sitemap_refuse('news.title', '', 'required');
+    END IF;
+    PERFORM sitemap_check_text('news.title', news -> 'title', 2048);
+    RETURN true;
+END $_$;
+
+
+--
+-- Name: FUNCTION sitemap_check_news(news jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_news(news jsonb) IS 'The CHECK of sitemap_urls.news: an object with publication_name, language (ISO 639, or zh-cn / zh-tw), publication_date (a W3C datetime, not in the future) and title, as Google''s news extension has them.';
+
+
+--
+-- Name: sitemap_check_text(text, jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_text(field text, value jsonb, max_chars integer) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF jsonb_typeof(value) IS DISTINCT FROM 'string' OR value #>> '{}' = '' THEN
+        RETURN sitemap_refuse(field, coalesce(value #>> '{}', 'null'), 'a non-empty string');
+    END IF;
+    IF char_length(value #>> '{}') > max_chars THEN
+        RETURN sitemap_refuse(field, value #>> '{}', format('at most %s characters', max_chars));
+    END IF;
+    IF (value #>> '{}') ~ '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]' THEN
+        RETURN sitemap_refuse(field, value #>> '{}', 'no control characters (XML cannot carry them)');
+    END IF;
+    RETURN true;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_check_text(field text, value jsonb, max_chars integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_text(field text, value jsonb, max_chars integer) IS 'Refuses a value that is not a non-empty string of at most max_chars characters without control characters (XML cannot carry them).';
+
+
+--
+-- Name: sitemap_check_url(text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_url(field text, value jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    url text;
+BEGIN
+    IF jsonb_typeof(value) IS DISTINCT FROM 'string' THEN
+        RETURN sitemap_refuse(field, coalesce(value::text, 'null'), 'an absolute http(s) URL');
+    END IF;
+    url := value #>> '{}';
+    IF NOT (starts_with(url, 'http://') OR starts_with(url, 'https://'))
+       OR substr(url, strpos(url, '//') + 2, 1) IN ('', '/', '?', '#') THEN
+        RETURN sitemap_refuse(field, url, 'an absolute http(s) URL with a host');
+    END IF;
+    IF url ~ '[\x01-\x20\x7f]' THEN
+        RETURN sitemap_refuse(field, url, 'a URL without whitespace or control characters');
+    END IF;
+    IF sitemap_served_chars(url) > 2048 THEN
+        RETURN sitemap_refuse(field, url, 'at most 2048 characters as served (non-ASCII percent-encoded)');
+    END IF;
+    RETURN true;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_check_url(field text, value jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_url(field text, value jsonb) IS 'Refuses a value that is not an absolute http(s) URL with a host, without whitespace or control characters, at most 2,048 characters as served (the rule of <loc>).';
+
+
+--
+-- Name: sitemap_check_videos(text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_videos(loc text, videos jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+DECLARE
+    video jsonb;
+    f text;
+    i integer := 0;
+    n numeric;
+    t integer;
+    code text;
+BEGIN
+    IF jsonb_typeof(videos) <> 'array' THEN
+        RETURN sitemap_refuse('videos', videos::text, 'a JSON array of video objects');
+    END IF;
+    FOR video IN SELECT jsonb_array_elements(videos) LOOP
+        f := format('videos[%s]', i);
+        PERFORM sitemap_check_keys(f, video,
+            '{thumbnail_loc,title,description,content_loc,player_loc,duration,expiration_date,rating,view_count,publication_date,family_friendly,restriction,platform,requires_subscription,uploader,live,tags}',
+            '{category,gallery_loc,price,tvshow,allow_embed,autoplay}');
+        IF NOT video ? 'thumbnail_loc' THEN
+            RETURN sitemap_refuse(f || '.thumbnail_loc', '', 'required');
+        END IF;
+        PERFORM sitemap_check_url(f || '.thumbnail_loc', video -> 'thumbnail_loc');
+        IF NOT video ? 'title' THEN
+            RETURN sitemap_refuse(f || '.title', '', 'required');
+        END IF;
+        PERFORM sitemap_check_text(f || '.title', video -> 'title', 2048);
+        IF NOT video ? 'description' THEN
+            RETURN sitemap_refuse(f || '.description', '', 'required');
+        END IF;
+        PERFORM sitemap_check_text(f || '.description', video -> 'description', 2048);
+        IF NOT (video ? 'content_loc' OR video ? 'player_loc') THEN
+            RETURN sitemap_refuse(f || '.content_loc', '', 'content_loc or player_loc is required');
+        END IF;
+        IF video ? 'content_loc' THEN
+            PERFORM sitemap_check_url(f || '.content_loc', video -> 'content_loc');
+            IF video ->> 'content_loc' = loc THEN
+                RETURN sitemap_refuse(f || '.content_loc', loc, 'not the page''s own loc');
+            END IF;
+        END IF;
+        IF video ? 'player_loc' THEN
+            PERFORM sitemap_check_url(f || '.player_loc', video -> 'player_loc');
+            IF video ->> 'player_loc' = loc THEN
+                RETURN sitemap_refuse(f || '.player_loc', loc, 'not the page''s own loc');
+            END IF;
+        END IF;
+        IF video ? 'duration' THEN
+            n := CASE WHEN jsonb_typeof(video -> 'duration') = 'number' THEN (video ->> 'duration')::numeric END;
+            IF n IS NULL OR n NOT BETWEEN 1 AND 28800 OR (video ->> 'duration') !~ '^[0-9]+$' THEN
+                RETURN sitemap_refuse(f || '.duration', video ->> 'duration', 'whole seconds from 1 to 28800');
+            END IF;
+        END IF;
+        IF video ? 'expiration_date' THEN
+            PERFORM sitemap_check_datetime(f || '.expiration_date', video -> 'expiration_date');
+        END IF;
+        IF video ? 'rating' THEN
+            n := CASE WHEN jsonb_typeof(video -> 'rating') = 'number' THEN (video ->> 'rating')::numeric END;
+            IF n IS NULL OR n NOT BETWEEN 0 AND 5 THEN
+                RETURN sitemap_refuse(f || '.rating', video ->> 'rating', 'a number from 0.0 to 5.0');
+            END IF;
+        END IF;
+        IF video ? 'view_count' THEN
+            n := CASE WHEN jsonb_typeof(video -> 'view_count') = 'number' THEN (video ->> 'view_count')::numeric END;
+            IF n IS NULL OR (video ->> 'view_count') !~ '^[0-9]+$' OR n > 18446744073709551615 THEN
+                RETURN sitemap_refuse(f || '.view_count', video ->> 'view_count', 'a whole number, 0 or more');
+            END IF;
+        END IF;
+        IF video ? 'publication_date' THEN
+            PERFORM sitemap_check_datetime(f || '.publication_date', video -> 'publication_date');
+        END IF;
+        IF video ? 'family_friendly' THEN
+            PERFORM sitemap_check_boolean(f || '.family_friendly', video -> 'family_friendly');
+        END IF;
+        IF video ? 'requires_subscription' THEN
+            PERFORM sitemap_check_boolean(f || '.requires_subscription', video -> 'requires_subscription');
+        END IF;
+        IF video ? 'live' THEN
+            PERFORM sitemap_check_boolean(f || '.live', video -> 'live');
+        END IF;
+        IF video ? 'restriction' THEN
+            PERFORM sitemap_check_keys(f || '.restriction', video -> 'restriction', '{relationship,countries}', '{}');
+            IF (video #>> '{restriction,relationship}') IS DISTINCT FROM 'allow'
+               AND (video #>> '{restriction,relationship}') IS DISTINCT FROM 'deny' THEN
+                RETURN sitemap_refuse(f || '.restriction.relationship',
+                    coalesce(video #>> '{restriction,relationship}', ''), 'allow or deny');
+            END IF;
+            IF jsonb_typeof(video #> '{restriction,countries}') IS DISTINCT FROM 'array' THEN
+                RETURN sitemap_refuse(f || '.restriction.countries',
+                    coalesce(video #>> '{restriction,countries}', ''), 'an array of ISO 3166-1 alpha-2 country codes');
+            END IF;
+            FOR code IN SELECT jsonb_array_elements(video #> '{restriction,countries}') #>> '{}' LOOP
+                IF code IS NULL OR NOT code = ANY (sitemap_iso_countries()) THEN
+                    RETURN sitemap_refuse(f || '.restriction.countries', coalesce(code, 'null'),
+                        'an ISO 3166-1 alpha-2 country code in upper case (FR, US, …)');
+                END IF;
+            END LOOP;
+        END IF;
+        IF video ? 'platform' THEN
+            PERFORM sitemap_check_keys(f || '.platform', video -> 'platform', '{relationship,platforms}', '{}');
+            IF (video #>> '{platform,relationship}') IS DISTINCT FROM 'allow'
+               AND (video #>> '{platform,relationship}') IS DISTINCT FROM 'deny' THEN
+                RETURN sitemap_refuse(f || '.platform.relationship',
+                    coalesce(video #>> '{platform,relationship}', ''), 'allow or deny');
+            END IF;
+            IF jsonb_typeof(video #> '{platform,platforms}') IS DISTINCT FROM 'array' THEN
+                RETURN sitemap_refuse(f || '.platform.platforms',
+                    coalesce(video #>> '{platform,platforms}', ''), 'an array of web, mobile, tv');
+            END IF;
+            FOR code IN SELECT jsonb_array_elements(video #> '{platform,platforms}') #>> '{}' LOOP
+                IF code IS NULL OR code NOT IN ('web', 'mobile', 'tv') THEN
+                    RETURN sitemap_refuse(f || '.platform.platforms', coalesce(code, 'null'), 'web, mobile or tv');
+                END IF;
+            END LOOP;
+        END IF;
+        IF video ? 'uploader' THEN
+            PERFORM sitemap_check_keys(f || '.uploader', video -> 'uploader', '{name,info}', '{}');
+            IF NOT (video -> 'uploader') ? 'name' THEN
+                RETURN sitemap_refuse(f || '.uploader.name', '', 'required');
+            END IF;
+            PERFORM sitemap_check_text(f || '.uploader.name', video #> '{uploader,name}', 255);
+            IF (video -> 'uploader') ? 'info' THEN
+                PERFORM sitemap_check_url(f || '.uploader.info', video #> '{uploader,info}');
+                IF lower(substring(video #>> '{uploader,info}' FROM '^[a-zA-Z]+://([^/?#:]*)'))
+                   IS DISTINCT FROM lower(substring(loc FROM '^[a-zA-Z]+://([^/?#:]*)')) THEN
+                    RETURN sitemap_refuse(f || '.uploader.info', video #>> '{uploader,info}',
+                        'a URL on the loc''s host');
+                END IF;
+            END IF;
+        END IF;
+        IF video ? 'tags' THEN
+            IF jsonb_typeof(video -> 'tags') <> 'array' THEN
+                RETURN sitemap_refuse(f || '.tags', video ->> 'tags', 'an array of strings');
+            END IF;
+            IF jsonb_array_length(video -> 'tags') > 32 THEN
+                RETURN sitemap_refuse(f || '.tags', jsonb_array_length(video -> 'tags') || ' tags', 'at most 32 tags');
+            END IF;
+            FOR t IN 0 .. jsonb_array_length(video -> 'tags') - 1 LOOP
+                PERFORM sitemap_check_text(format('%s.tags[%s]', f, t), video -> 'tags' -> t, 256);
+            END LOOP;
+        END IF;
+        i := i + 1;
+    END LOOP;
+    RETURN true;
+END $_$;
+
+
+--
+-- Name: FUNCTION sitemap_check_videos(loc text, videos jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_videos(loc text, videos jsonb) IS 'The CHECK of sitemap_urls.videos: an array of video objects with the keys, types and ranges of Google''s video extension (thumbnail_loc, title, description, and a content_loc or player_loc that is not the page''s own loc).';
+
+
+--
+-- Name: sitemap_configure_limits(integer, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_configure_limits(p_max_urls integer, p_entry_budget bigint) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE sitemap_settings SET max_urls = p_max_urls, entry_budget = p_entry_budget
+    WHERE (max_urls, entry_budget) IS DISTINCT FROM (p_max_urls, p_entry_budget);
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    PERFORM sitemap_unplace(array_agg(r.id))
+    FROM (
+        SELECT v.id, p.url_count, p.bytes,
+               row_number() OVER w - 1 AS moved_before,
+               coalesce(sum(v.bytes) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+                   AS moved_bytes_before
+        FROM sitemap_pages p
+        JOIN sitemap_placed v ON v.site = p.site AND v.section = p.section AND v.page = p.page
+        WHERE p.url_count > p_max_urls OR p.bytes > p_entry_budget
+        WINDOW w AS (PARTITION BY p.site, p.section, p.page ORDER BY v.id DESC)
+    ) r
+    WHERE r.url_count - r.moved_before > p_max_urls
+       OR r.bytes - r.moved_bytes_before > p_entry_budget;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_configure_limits(p_max_urls integer, p_entry_budget bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_configure_limits(p_max_urls integer, p_entry_budget bigint) IS 'Writes the page limits (max_urls, and the bytes entries may take on a page). Takes off the pages that no longer fit them their newest rows, just enough, for the next fold to place again. The service runs it under the lock of sitemap_fold_state, so it takes turns with folds.';
+
+
+--
+-- Name: sitemap_configure_site(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_configure_site(p_site text, p_origin text, p_path_prefix text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM sitemap_sites
+               WHERE site = p_site AND origin = p_origin AND path_prefix = p_path_prefix) THEN
+        RETURN;
+    END IF;
+    INSERT INTO sitemap_sites (site, origin, path_prefix) VALUES (p_site, p_origin, p_path_prefix)
+    ON CONFLICT (site) DO UPDATE SET origin = excluded.origin, path_prefix = excluded.path_prefix;
+    PERFORM sitemap_unplace(array_agg(p.id))
+    FROM sitemap_placed p
+    JOIN sitemap_urls u ON u.id = p.id
+    WHERE p.site = p_site
+      AND (p.skip_reason IS NOT NULL OR NOT sitemap_loc_in_scope(u.loc, p_origin, p_path_prefix));
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_configure_site(p_site text, p_origin text, p_path_prefix text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_configure_site(p_site text, p_origin text, p_path_prefix text) IS 'Writes a site''s origin and path prefix. When they change, every row of the site that the new base URL does not admit, and every row of it left out, goes back to be placed by the next fold. The service runs it under the lock of sitemap_fold_state, so it takes turns with folds.';
+
+
+--
+-- Name: sitemap_entry_bytes(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_entry_bytes(loc text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT 125 + octet_length(loc)
+    + CASE WHEN octet_length(loc) = char_length(loc)
+                AND strpos(loc, '&') = 0 AND strpos(loc, '<') = 0 AND strpos(loc, '>') = 0
+                AND strpos(loc, '"') = 0 AND strpos(loc, '''') = 0
+           THEN 0
+           ELSE CASE WHEN octet_length(loc) = char_length(loc) THEN 0
+                     ELSE 2 * octet_length(regexp_replace(loc, '[\x01-\x7f]', '', 'g')) END
+                + 4 * (char_length(loc) - char_length(replace(loc, '&', '')))
+                + 3 * (char_length(loc) - char_length(translate(loc, '<>', '')))
+                + 5 * (char_length(loc) - char_length(translate(loc, '"''', '')))
+      END
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_entry_bytes(loc text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_entry_bytes(loc text) IS 'The bytes a <url> entry with this loc may take with every optional element at its longest: what a page reserves for it. ASCII locs without an XML special character take the first branch.';
+
+
+--
+-- Name: sitemap_explode(bigint[], boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_explode(wanted bigint[], place_alone boolean DEFAULT true) RETURNS void
+    LANGUAGE sql
+    AS $$
+    WITH leaving AS MATERIALIZED (
+        SELECT run, id FROM sitemap_run_members(wanted)
+    ), taken AS (
+        DELETE FROM sitemap_placement_runs r WHERE r.run IN (SELECT run FROM leaving)
+        RETURNING r.run, r.site, r.section, r.page, r.ids, r.loc_hashes, r.bytes
+    ), members AS MATERIALIZED (
+        SELECT t.run, t.site, t.section, t.page, m.id, m.loc_hash, m.bytes, l.id IS NOT NULL AS leaving
+        FROM taken t
+        CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
+        LEFT JOIN leaving l ON l.id = m.id
+    ), kept AS (
+        INSERT INTO sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
+        SELECT site, section, page, min(id), max(id), array_agg(id), array_agg(loc_hash), array_agg(bytes)
+        FROM members WHERE NOT leaving
+        GROUP BY run, site, section, page
+    )
+    INSERT INTO sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason,
+                                    images, videos, alternates, cluster)
+    SELECT id, site, section, loc_hash, page, bytes, NULL, 0, 0, 0, NULL
+    FROM members WHERE leaving AND place_alone;
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_explode(wanted bigint[], place_alone boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_explode(wanted bigint[], place_alone boolean) IS 'Takes the rows wanted out of the runs they stand in; the rest of each run stays a run. With place_alone, each gets a placement of its own on the same page with the same reservation, and pages and summaries are unchanged; without, they are off their pages and the caller subtracts them from their summaries.';
+
+
+--
+-- Name: sitemap_fold_announce(bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_announce(skipped bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET jit TO 'off'
+    SET enable_seqscan TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET enable_sort TO 'off'
+    AS $$
+DECLARE
+    pass record;
+BEGIN
+    SELECT * INTO pass FROM sitemap_fold_pass;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'sitemap_fold_announce(): no fold began in this transaction';
+    END IF;
+    IF pass.stashing THEN
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'added', pass.seen, array_agg(loc) FROM sitemap_fold_unplaced
+        WHERE NOT replaced AND id NOT IN (SELECT unnest(skipped))
+        GROUP BY site, id / 10000 ORDER BY min(id);
+    ELSE
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT site, loc, 'added', pass.seen FROM sitemap_fold_unplaced
+        WHERE NOT replaced AND id NOT IN (SELECT unnest(skipped));
+    END IF;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_announce(skipped bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_announce(skipped bigint[]) IS 'Step 3 of a fold: the ''added'' feed entries, for every row of sitemap_fold_unplaced but those skipped (left out) or placed again. Runs before the placements are written, which take rows out of sitemap_fold_unplaced; grouped by hashing rather than sorting. A fold of 10,000 rows or more, or one that finds entries kept, keeps them in sitemap_change_stash.';
+
+
+--
+-- Name: sitemap_fold_begin(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_begin(max_rows bigint DEFAULT NULL::bigint, OUT started boolean) RETURNS boolean
+    LANGUAGE plpgsql
+    SET jit TO 'off'
+    SET enable_seqscan TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    previous pg_snapshot;
+    current_snapshot pg_snapshot := pg_current_snapshot();
+    seen timestamptz := clock_timestamp();
+    -- the pass under way: its snapshot and the last row it read
+    pass_snapshot pg_snapshot;
+    after_xid xid8;
+    after_id bigint;
+    span record;
+    batch_room bigint := max_rows;
+    newest_placed bigint := greatest((SELECT max(id) FROM sitemap_placements),
+                                     (SELECT max(last_id) FROM sitemap_placement_runs));
+    pass_done boolean;
+    -- whether any row read may have a placement, or names a cluster: a
+    -- batch of new plain rows (a bulk load) skips the steps for those
+    any_placed boolean;
+    any_cluster boolean;
+    -- its feed entries go to the stash (see above)
+    stashing boolean := EXISTS (SELECT 1 FROM sitemap_change_stash);
+BEGIN
+    IF current_setting('transaction_isolation') <> 'repeatable read' THEN
+        RAISE EXCEPTION 'sitemap_fold_begin() needs a REPEATABLE READ transaction';
+    END IF;
+    IF max_rows < 1 THEN
+        RAISE EXCEPTION 'sitemap_fold_begin(): max_rows must be at least 1, not %', max_rows;
+    END IF;
+    SELECT folded_through, folding_through, read_through_xid, read_through_id
+    INTO previous, pass_snapshot, after_xid, after_id
+    FROM sitemap_fold_state FOR UPDATE;
+    started := pass_snapshot IS NULL;
+    IF started THEN
+        pass_snapshot := current_snapshot;
+        after_xid := '0';
+        after_id := 0;
+    END IF;
+    IF pg_snapshot_xmax(pass_snapshot) > pg_snapshot_xmax(current_snapshot) THEN
+        RAISE EXCEPTION 'sitemap_fold_begin(): the last fold saw more than this one'
+            USING ERRCODE = 'serialization_failure',
+                  HINT = 'lock sitemap_fold_state before the transaction''s first query';
+    END IF;
+
+    -- Working tables, kept by the connection between folds (emptied at
+    -- each commit), so frequent folds do not churn the catalog.
+    -- rows in runs that this fold removes, or finds changed
+    IF to_regclass('pg_temp.sitemap_fold_in_runs') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_in_runs (
+            id bigint PRIMARY KEY,
+            -- where the run placed it
+            site text NOT NULL,
+            section text NOT NULL,
+            page integer NOT NULL,
+            bytes integer NOT NULL,
+            loc text NOT NULL,
+            -- 'gone' (deleted, or renamed before this batch), 'moved' (now
+            -- another URL), 'kept' (its entry as placed: it stays), or
+            -- 'changed' (placed alone from here on)
+            fate text NOT NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    IF to_regclass('pg_temp.sitemap_fold_rows') IS NULL THEN
+        -- the rows to fold, as they are now
+        CREATE TEMP TABLE sitemap_fold_rows (
+            -- the transaction it was read as changed by (none when it is
+            -- placed again)
+            change_xid xid8 NULL,
+            id bigint NOT NULL,
+            site text NOT NULL,
+            section text NOT NULL,
+            loc text NOT NULL,
+            cluster text NULL,
+            -- the entry's bytes without its cluster's links
+            own_bytes integer NOT NULL,
+            images integer NOT NULL,
+            videos integer NOT NULL,
+            -- placed again (a configuration change, or it outgrew its
+            -- page), not changed: not news
+            replaced boolean NOT NULL,
+            -- it may have a placement: the joins with sitemap_placements
+            -- take only these (new rows of a bulk load have none, and
+            -- finding that out took a scan of every placement)
+            may_be_placed boolean NOT NULL
+        ) ON COMMIT DELETE ROWS;
+        -- each step's per-page deltas, applied once at the end (a page's
+        -- count only falls before then, so placing against it is safe)
+        CREATE TEMP TABLE sitemap_fold_page_deltas (
+            site text NOT NULL,
+            section text NOT NULL,
+            page integer NOT NULL,
+            url_count bigint NOT NULL,
+            bytes bigint NOT NULL,
+            images bigint NOT NULL,
+            videos bigint NOT NULL,
+            alternates bigint NOT NULL,
+            -- rows placed, changed in place or taken off the page
+            rows_folded bigint NOT NULL,
+            -- already added to the page (growth is, before placing)
+            applied boolean NOT NULL DEFAULT false
+        ) ON COMMIT DELETE ROWS;
+        -- clusters whose membership may have changed, and whether the
+        -- links they serve did
+        CREATE TEMP TABLE sitemap_fold_clusters (
+            cluster text PRIMARY KEY,
+            -- as rebuilt from its rows (not built: it has none left)
+            built boolean NOT NULL DEFAULT false,
+            hreflangs text[] NULL,
+            hrefs text[] NULL,
+            link_bytes integer NULL,
+            problem text NULL,
+            changed boolean NOT NULL DEFAULT false
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    -- the fold under way in this transaction, from its beginning to its end
+    IF to_regclass('pg_temp.sitemap_fold_pass') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_pass (
+            pass_snapshot pg_snapshot NOT NULL,
+            pass_done boolean NOT NULL,
+            seen timestamptz NOT NULL,
+            stashing boolean NOT NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    IF EXISTS (SELECT 1 FROM sitemap_fold_pass) THEN
+        RAISE EXCEPTION 'sitemap_fold_begin(): a fold began in this transaction already; one fold a transaction';
+    END IF;
+    -- The rows the service places (see above): every row read without a
+    -- place, its size and reason to be left out as they are now.
+    IF to_regclass('pg_temp.sitemap_fold_unplaced') IS NULL THEN
+        CREATE TEMP VIEW sitemap_fold_unplaced AS
+        SELECT f.id, f.site, f.section, f.loc, sitemap_loc_hash(f.loc) AS loc_hash,
+               f.cluster, f.replaced, f.images, f.videos,
+               f.own_bytes + coalesce(k.link_bytes, 0) AS bytes,
+               coalesce(cardinality(k.hrefs), 0) AS alternates,
+               CASE WHEN s.site IS NULL THEN 'site not configured'
+                    WHEN NOT ((s.plain_base AND starts_with(f.loc, s.base) AND strpos(f.loc, '/.') = 0)
+                              OR sitemap_loc_in_scope(f.loc, s.origin, s.path_prefix))
+                        THEN 'loc outside the site''s base URL ' || s.origin || s.path_prefix
+                    WHEN f.own_bytes + coalesce(k.link_bytes, 0) > (SELECT entry_budget FROM sitemap_settings)
+                        THEN format('entry of %s bytes, over the page budget of %s (max_bytes less %s)',
+                                    f.own_bytes + coalesce(k.link_bytes, 0),
+                                    (SELECT entry_budget FROM sitemap_settings), 1024)
+               END AS skip_reason
+        -- the settings in subqueries, not joined: a join is a step per row
+        -- even for a query that reads no setting (the feed's)
+        FROM sitemap_fold_rows f
+        -- Each site's base, and whether the scope rule's shortcut holds for
+        -- it (see sitemap_loc_in_scope), worked out once, not per row: 0.4 s
+        -- per million rows. Grouped by its key, so a query that reads no
+        -- column of it (the feed's) does not join it at all.
+        LEFT JOIN (SELECT site, origin, path_prefix, origin || path_prefix AS base,
+                          left(path_prefix, 1) = '/' AND origin = lower(origin) AS plain_base
+                   FROM sitemap_sites GROUP BY site) s ON s.site = f.site
+        LEFT JOIN sitemap_clusters k ON k.cluster = f.cluster AND k.problem IS NULL
+        WHERE NOT (f.may_be_placed AND (EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id)
+                                         OR EXISTS (SELECT 1 FROM sitemap_fold_in_runs r
+                                                    WHERE r.id = f.id AND r.fate = 'kept')));
+    END IF;
+
+    -- A truncation took every row: every page empties, and what was
+    -- written after it is placed below like any new row.
+    IF EXISTS (SELECT 1 FROM sitemap_removals WHERE id IS NULL) THEN
+        DELETE FROM sitemap_placements;
+        DELETE FROM sitemap_placement_runs;
+        DELETE FROM sitemap_unplaced;
+        DELETE FROM sitemap_clusters;
+        UPDATE sitemap_pages
+        SET url_count = 0, bytes = 0, images = 0, videos = 0, alternates = 0,
+            lastmod = greatest(clock_timestamp(), lastmod + interval '1 microsecond')
+        WHERE url_count > 0;
+    END IF;
+
+    -- URLs that left: off their pages, into the feed. Those in runs leave
+    -- them here; the statement after it takes the ones placed alone.
+    INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
+    SELECT h.id, h.site, h.section, h.page, h.bytes, r.loc, 'gone'
+    FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_removals WHERE id IS NOT NULL)) h
+    JOIN sitemap_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
+    ON CONFLICT DO NOTHING;
+    PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs), false);
+    WITH announced AS (
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT site, loc, 'removed', seen FROM sitemap_fold_in_runs WHERE NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'removed', seen, array_agg(loc) FROM sitemap_fold_in_runs WHERE stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
+    )
+    INSERT INTO sitemap_fold_page_deltas
+    SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
+    FROM sitemap_fold_in_runs GROUP BY site, section, page;
+    WITH taken AS (
+        DELETE FROM sitemap_removals RETURNING id, site, loc
+    ), dropped AS (
+        DELETE FROM sitemap_placements p USING taken t
+        WHERE p.id = t.id AND p.site = t.site AND p.loc_hash = sitemap_loc_hash(t.loc)
+        RETURNING p.id, p.site, p.section, p.page, p.bytes, p.images, p.videos, p.alternates, p.cluster, t.loc
+    ), announced AS (
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT site, loc, 'removed', seen FROM dropped WHERE page IS NOT NULL AND NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'removed', seen, array_agg(loc) FROM dropped WHERE page IS NOT NULL AND stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
+    ), clusters AS (
+        INSERT INTO sitemap_fold_clusters (cluster)
+        SELECT DISTINCT cluster FROM dropped WHERE cluster IS NOT NULL
+    )
+    INSERT INTO sitemap_fold_page_deltas
+    SELECT site, section, page, -count(*), -sum(bytes), -sum(images), -sum(videos), -sum(alternates), count(*), false
+    FROM dropped WHERE page IS NOT NULL GROUP BY site, section, page;
+
+    -- The pass's rows, on from where the last batch stopped: rows changed
+    -- by transactions the last pass did not see (those that began after
+    -- it, and those it saw still running) that this pass's snapshot sees.
+    -- Then, in what room is left, rows a configuration change took off
+    -- their page.
+    FOR span IN SELECT * FROM sitemap_fold_ranges(previous, pass_snapshot) LOOP
+        CONTINUE WHEN span.high < after_xid;
+        EXIT WHEN batch_room = 0;
+        batch_room := batch_room - sitemap_fold_read(greatest(span.low, after_xid), span.high,
+                                                     after_xid, after_id, batch_room,
+                                                     coalesce(newest_placed, 0));
+    END LOOP;
+    pass_done := batch_room IS NULL OR batch_room > 0;
+    WITH requeued AS (
+        DELETE FROM sitemap_unplaced
+        WHERE id IN (SELECT id FROM sitemap_unplaced ORDER BY id LIMIT batch_room)
+        RETURNING id
+    )
+    INSERT INTO sitemap_fold_rows
+    SELECT NULL, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
+           sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
+           coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), true, true
+    FROM requeued q JOIN sitemap_urls u ON u.id = q.id
+    WHERE NOT EXISTS (SELECT 1 FROM sitemap_fold_rows f WHERE f.id = q.id);
+    IF (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10001) c) > 10000 THEN
+        ANALYZE sitemap_fold_rows;
+    END IF;
+    stashing := stashing OR (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10000) c) = 10000;
+    SELECT coalesce(bool_or(may_be_placed), false), coalesce(bool_or(cluster IS NOT NULL), false)
+    INTO any_placed, any_cluster FROM sitemap_fold_rows;
+    IF any_placed THEN
+        -- Changed rows that stand in a run: one whose entry is as the run
+        -- placed it (the same site, section and loc, still plain: an update of
+        -- lastmod, say) stays there, and only its page's lastmod moves (below);
+        -- the others are placed one by one from here on, so every step below
+        -- finds them where it always did.
+        -- One that is another URL now leaves its run and its page, to be placed
+        -- again below.
+        DELETE FROM sitemap_fold_in_runs;
+        INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
+        SELECT f.id, h.site, h.section, h.page, h.bytes, f.loc,
+               CASE WHEN (f.site, f.section, sitemap_loc_hash(f.loc)) IS DISTINCT FROM (h.site, h.section, h.loc_hash)
+                        THEN 'moved'
+                    WHEN f.own_bytes = h.bytes AND f.images = 0 AND f.videos = 0 AND f.cluster IS NULL
+                        THEN 'kept'
+                    ELSE 'changed'
+               END
+        FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed)) h
+        JOIN sitemap_fold_rows f ON f.id = h.id;
+        PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs WHERE fate = 'changed'));
+        PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs WHERE fate = 'moved'), false);
+        INSERT INTO sitemap_fold_page_deltas
+        SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, 0, false
+        FROM sitemap_fold_in_runs WHERE fate = 'moved' GROUP BY site, section, page;
+
+        -- A row that is now another URL (its site, section or loc changed)
+        -- leaves the page it was placed on, and a row left out is looked at
+        -- again (it may fit now); both are placed again below.
+        WITH moved AS (
+            DELETE FROM sitemap_placements p USING sitemap_fold_rows f
+            WHERE p.id = f.id AND f.may_be_placed
+              AND (p.page IS NULL
+                   OR (p.site, p.section, p.loc_hash) IS DISTINCT FROM (f.site, f.section, sitemap_loc_hash(f.loc)))
+            RETURNING p.site, p.section, p.page, p.bytes, p.images, p.videos, p.alternates, p.cluster
+        ), clusters AS (
+            INSERT INTO sitemap_fold_clusters (cluster)
+            SELECT DISTINCT cluster FROM moved WHERE cluster IS NOT NULL
+            ON CONFLICT DO NOTHING
+        )
+        INSERT INTO sitemap_fold_page_deltas
+        SELECT site, section, page, -count(*), -sum(bytes), -sum(images), -sum(videos), -sum(alternates), 0, false
+        FROM moved WHERE page IS NOT NULL GROUP BY site, section, page;
+    END IF;
+
+    -- Clusters the changed rows name now or were folded with.
+    IF any_placed OR any_cluster THEN
+        INSERT INTO sitemap_fold_clusters (cluster)
+        SELECT f.cluster FROM sitemap_fold_rows f WHERE f.cluster IS NOT NULL
+        UNION
+        SELECT p.cluster FROM sitemap_fold_rows f JOIN sitemap_placements p ON p.id = f.id AND f.may_be_placed
+        WHERE p.cluster IS NOT NULL
+        ON CONFLICT DO NOTHING;
+    END IF;
+    IF EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN
+        PERFORM sitemap_rebuild_clusters();
+    END IF;
+
+    -- Rows still on their page whose entry changed: their own row, or the
+    -- links of their cluster. Each takes its new size where it is, unless
+    -- its page cannot hold what the growth adds: then the rows that grew
+    -- leave it and are placed again, at the end of their section.
+    IF any_placed OR EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN
+        WITH candidates AS (
+            SELECT f.id, NOT f.replaced AS announced FROM sitemap_fold_rows f WHERE f.may_be_placed
+            UNION
+            SELECT p.id, true FROM sitemap_fold_clusters c JOIN sitemap_placements p ON p.cluster = c.cluster
+            WHERE c.changed AND p.page IS NOT NULL
+        ), sized AS MATERIALIZED (
+            SELECT p.id, p.site, p.section, p.page, u.loc, bool_or(c.announced) AS announced,
+                   p.bytes AS old_bytes, p.images AS old_images, p.videos AS old_videos,
+                   p.alternates AS old_alternates, u.hreflang_cluster AS cluster,
+                   sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos)
+                       + coalesce(k.link_bytes, 0) AS bytes,
+                   coalesce(jsonb_array_length(u.images), 0) AS images,
+                   coalesce(jsonb_array_length(u.videos), 0) AS videos,
+                   coalesce(cardinality(k.hrefs), 0) AS alternates
+            FROM candidates c
+            JOIN sitemap_placements p ON p.id = c.id AND p.page IS NOT NULL
+            JOIN sitemap_urls u ON u.id = p.id
+            LEFT JOIN sitemap_clusters k ON k.cluster = u.hreflang_cluster AND k.problem IS NULL
+            GROUP BY p.id, u.id, k.cluster
+        ), overfull AS (
+            SELECT s.site, s.section, s.page
+            FROM sized s
+            JOIN sitemap_pages g ON g.site = s.site AND g.section = s.section AND g.page = s.page
+            CROSS JOIN sitemap_settings c
+            GROUP BY s.site, s.section, s.page, g.bytes, c.entry_budget
+            HAVING g.bytes + sum(s.bytes - s.old_bytes) > c.entry_budget
+        ), evicted AS (
+            DELETE FROM sitemap_placements p USING sized s, overfull o
+            WHERE p.id = s.id AND s.bytes > s.old_bytes
+              AND o.site = s.site AND o.section = s.section AND o.page = s.page
+            RETURNING p.id
+        ), resized AS (
+            UPDATE sitemap_placements p
+            SET bytes = s.bytes, images = s.images, videos = s.videos, alternates = s.alternates,
+                cluster = s.cluster
+            FROM sized s
+            WHERE p.id = s.id AND NOT EXISTS (SELECT 1 FROM evicted e WHERE e.id = s.id)
+            RETURNING p.id
+        ), requeued AS (
+            -- placed again below; the feed hears of them here
+            INSERT INTO sitemap_fold_rows
+            SELECT NULL, s.id, s.site, s.section, s.loc, s.cluster, s.bytes - coalesce(k.link_bytes, 0),
+                   s.images, s.videos, true, true
+            FROM sized s JOIN evicted e ON e.id = s.id
+            LEFT JOIN sitemap_clusters k ON k.cluster = s.cluster AND k.problem IS NULL
+            WHERE NOT EXISTS (SELECT 1 FROM sitemap_fold_rows f WHERE f.id = s.id)
+        ), marked AS (
+            UPDATE sitemap_fold_rows f SET replaced = true FROM evicted e WHERE f.id = e.id
+        ), announced AS (
+            INSERT INTO sitemap_changes (site, loc, change, committed_at)
+            SELECT site, loc, 'updated', seen FROM sized WHERE announced AND NOT stashing
+        ), kept AS (
+            INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+            SELECT site, 'updated', seen, array_agg(loc) FROM sized WHERE announced AND stashing
+            GROUP BY site, id / 10000 ORDER BY min(id)
+        ), deltas AS (
+            SELECT s.site, s.section, s.page,
+                   -count(e.id) AS n,
+                   sum(CASE WHEN e.id IS NULL THEN s.bytes - s.old_bytes ELSE -s.old_bytes END) AS b,
+                   sum(CASE WHEN e.id IS NULL THEN s.images - s.old_images ELSE -s.old_images END) AS i,
+                   sum(CASE WHEN e.id IS NULL THEN s.videos - s.old_videos ELSE -s.old_videos END) AS v,
+                   sum(CASE WHEN e.id IS NULL THEN s.alternates - s.old_alternates ELSE -s.old_alternates END) AS a,
+                   count(*) AS rows_folded
+            FROM sized s LEFT JOIN evicted e ON e.id = s.id
+            GROUP BY s.site, s.section, s.page
+        )
+        INSERT INTO sitemap_fold_page_deltas
+        SELECT site, section, page, n, b, i, v, a, rows_folded, true FROM deltas;
+    END IF;
+    -- Applied now: the placing below must see what the growth took.
+    PERFORM sitemap_apply_deltas(array_agg(site), array_agg(section), array_agg(page), array_agg(url_count),
+                                 array_agg(bytes), array_agg(images), array_agg(videos), array_agg(alternates))
+    FROM sitemap_fold_page_deltas WHERE applied;
+
+    -- Rows changed where their run holds them: news, and their pages'
+    -- lastmod moves.
+    WITH announced AS (
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT site, loc, 'updated', seen FROM sitemap_fold_in_runs WHERE fate = 'kept' AND NOT stashing
+    ), kept AS (
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'updated', seen, array_agg(loc) FROM sitemap_fold_in_runs
+        WHERE fate = 'kept' AND stashing
+        GROUP BY site, id / 10000 ORDER BY min(id)
+    )
+    INSERT INTO sitemap_fold_page_deltas
+    SELECT site, section, page, 0, 0, 0, 0, 0, count(*), false
+    FROM sitemap_fold_in_runs WHERE fate = 'kept' GROUP BY site, section, page;
+
+    INSERT INTO sitemap_fold_pass VALUES (pass_snapshot, pass_done, seen, stashing);
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_begin(max_rows bigint, OUT started boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boolean) IS 'Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. Begins a pass when none is under way, reads at most max_rows changed rows (all when NULL) of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read), applies removals, moves and rows changed in place, takes off their pages the rows that outgrew them, writes the ''updated'' and ''removed'' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass. One fold a transaction.';
+
+
+--
+-- Name: sitemap_fold_end(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) RETURNS record
+    LANGUAGE plpgsql
+    SET jit TO 'off'
+    SET enable_seqscan TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    pass record;
+    after_xid xid8;
+    after_id bigint;
+BEGIN
+    SELECT * INTO pass FROM sitemap_fold_pass;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'sitemap_fold_end(): no fold began in this transaction';
+    END IF;
+    PERFORM sitemap_apply_deltas(array_agg(site), array_agg(section), array_agg(page), array_agg(url_count),
+                                 array_agg(bytes), array_agg(images), array_agg(videos), array_agg(alternates))
+    FROM sitemap_fold_page_deltas WHERE NOT applied;
+    SELECT coalesce(sum(rows_folded), 0) INTO folded FROM sitemap_fold_page_deltas;
+
+    IF pass.pass_done THEN
+        UPDATE sitemap_fold_state
+        SET folded_through = pass.pass_snapshot, folding_through = NULL,
+            read_through_xid = NULL, read_through_id = NULL, folded_at = pass.seen;
+    ELSE
+        SELECT r.change_xid, r.id INTO after_xid, after_id FROM sitemap_fold_rows r
+        WHERE r.change_xid IS NOT NULL ORDER BY r.change_xid DESC, r.id DESC LIMIT 1;
+        UPDATE sitemap_fold_state
+        SET folding_through = pass.pass_snapshot, read_through_xid = after_xid,
+            read_through_id = after_id, folded_at = pass.seen;
+    END IF;
+    caught_up := pass.pass_done AND NOT EXISTS (SELECT 1 FROM sitemap_unplaced);
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_end(OUT folded bigint, OUT caught_up boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) IS 'Step 4 of a fold: adds the page deltas to the summaries (sitemap_apply_deltas) and records how far the pass has read. Returns how many rows the fold placed, changed in place or took off a page, and whether it caught up: its pass is done and no row waits to be placed again.';
+
+
+--
+-- Name: sitemap_fold_ranges(pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_ranges(previous pg_snapshot, target pg_snapshot, OUT low xid8, OUT high xid8) RETURNS SETOF record
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT x, x FROM pg_snapshot_xip(previous) x
+    WHERE pg_visible_in_snapshot(x, target)
+    UNION ALL
+    SELECT low::text::xid8, high::text::xid8
+    FROM (SELECT lag(b + 1, 1, pg_snapshot_xmax(previous)::text::bigint) OVER (ORDER BY b) AS low,
+                 b - 1 AS high
+          FROM (SELECT x::text::bigint AS b FROM pg_snapshot_xip(target) x
+                WHERE x >= pg_snapshot_xmax(previous)
+                UNION ALL
+                SELECT pg_snapshot_xmax(target)::text::bigint) bounds) spans
+    WHERE low <= high
+    ORDER BY 1
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_ranges(previous pg_snapshot, target pg_snapshot, OUT low xid8, OUT high xid8); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_ranges(previous pg_snapshot, target pg_snapshot, OUT low xid8, OUT high xid8) IS 'The transactions a pass reads, as ranges of xids in order: each one the last pass saw running that committed by this pass''s snapshot, then the xids between the two snapshots'' horizons less those running at this pass''s start. So a transaction that commits late is folded by the pass that first sees it committed, never skipped.';
+
+
+--
+-- Name: sitemap_fold_read(xid8, xid8, xid8, bigint, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET enable_sort TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_seqscan TO 'off'
+    AS $$
+DECLARE
+    -- the transactions read whole: those after the one the last batch
+    -- stopped in, which is read on from its last row
+    whole_from xid8 := CASE WHEN low = after_xid THEN (low::text::bigint + 1)::text::xid8 ELSE low END;
+    taken bigint;
+BEGIN
+    INSERT INTO sitemap_fold_rows
+    SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
+           sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
+           coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
+           u.id <= newest_placed
+    FROM ((SELECT * FROM sitemap_urls
+           -- a range of one xid, not an equality: ordered by (change_xid,
+           -- id), the scan can only be that index's, positioned at the row
+           -- (the primary key's, filtered by xid, walks every later row)
+           WHERE low = after_xid AND change_xid >= low AND change_xid <= low AND id > after_id
+           ORDER BY change_xid, id LIMIT max_rows)
+          UNION ALL
+          (SELECT * FROM sitemap_urls
+           WHERE change_xid >= whole_from AND change_xid <= high
+           ORDER BY change_xid, id LIMIT max_rows)) u
+    ORDER BY u.change_xid, u.id LIMIT max_rows;
+    GET DIAGNOSTICS taken = ROW_COUNT;
+    RETURN taken;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint) IS 'Reads into sitemap_fold_rows, in (change_xid, id) order, at most max_rows changed rows with change_xid in [low, high] after (after_xid, after_id), each marked with whether it may have a placement (no row past newest_placed has one); returns how many. Planned as an ordered walk of the index: a sort or a bitmap of the whole range would read all of it every batch.';
+
+
+--
+-- Name: sitemap_iso_countries(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_iso_countries() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT '{AD,AE,AF,AG,AI,AL,AM,AO,AQ,AR,AS,AT,AU,AW,AX,AZ,BA,BB,BD,BE,BF,BG,BH,BI,BJ,BL,BM,BN,BO,BQ,BR,BS,BT,BV,BW,BY,BZ,CA,CC,CD,CF,CG,CH,CI,CK,CL,CM,CN,CO,CR,CU,CV,CW,CX,CY,CZ,DE,DJ,DK,DM,DO,DZ,EC,EE,EG,EH,ER,ES,ET,FI,FJ,FK,FM,FO,FR,GA,GB,GD,GE,GF,GG,GH,GI,GL,GM,GN,GP,GQ,GR,GS,GT,GU,GW,GY,HK,HM,HN,HR,HT,HU,ID,IE,IL,IM,IN,IO,IQ,IR,IS,IT,JE,JM,JO,JP,KE,KG,KH,KI,KM,KN,KP,KR,KW,KY,KZ,LA,LB,LC,LI,LK,LR,LS,LT,LU,LV,LY,MA,MC,MD,ME,MF,MG,MH,MK,ML,MM,MN,MO,MP,MQ,MR,MS,MT,MU,MV,MW,MX,MY,MZ,NA,NC,NE,NF,NG,NI,NL,NO,NP,NR,NU,NZ,OM,PA,PE,PF,PG,PH,PK,PL,PM,PN,PR,PS,PT,PW,PY,QA,RE,RO,RS,RU,RW,SA,SB,SC,SD,SE,SG,SH,SI,SJ,SK,SL,SM,SN,SO,SR,SS,ST,SV,SX,SY,SZ,TC,TD,TF,TG,TH,TJ,TK,TL,TM,TN,TO,TR,TT,TV,TW,TZ,UA,UG,UM,US,UY,UZ,VA,VC,VE,VG,VI,VN,VU,WF,WS,YE,YT,ZA,ZM,ZW}'::text[]
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_iso_countries(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_iso_countries() IS 'ISO 3166-1 alpha-2 country codes (upper case).';
+
+
+--
+-- Name: sitemap_iso_languages(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_iso_languages() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT '{aa,ab,ae,af,ak,am,an,ar,as,av,ay,az,ba,be,bg,bh,bi,bm,bn,bo,br,bs,ca,ce,ch,co,cr,cs,cu,cv,cy,da,de,dv,dz,ee,el,en,eo,es,et,eu,fa,ff,fi,fj,fo,fr,fy,ga,gd,gl,gn,gu,gv,ha,he,hi,ho,hr,ht,hu,hy,hz,ia,id,ie,ig,ii,ik,io,is,it,iu,ja,jv,ka,kg,ki,kj,kk,kl,km,kn,ko,kr,ks,ku,kv,kw,ky,la,lb,lg,li,ln,lo,lt,lu,lv,mg,mh,mi,mk,ml,mn,mr,ms,mt,my,na,nb,nd,ne,ng,nl,nn,no,nr,nv,ny,oc,oj,om,or,os,pa,pi,pl,ps,pt,qu,rm,rn,ro,ru,rw,sa,sc,sd,se,sg,si,sk,sl,sm,sn,so,sq,sr,ss,st,su,sv,sw,ta,te,tg,th,ti,tk,tl,tn,to,tr,ts,tt,tw,ty,ug,uk,ur,uz,ve,vi,vo,wa,wo,xh,yi,yo,za,zh,zu}'::text[]
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_iso_languages(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_iso_languages() IS 'ISO 639-1 language codes (lower case).';
+
+
+--
+-- Name: sitemap_loc_hash(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_loc_hash(loc text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT hashtextextended(loc, 0)
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_loc_hash(loc text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_loc_hash(loc text) IS 'How a placement remembers the loc it was placed with: a row whose loc hashes otherwise is another URL now. Not STRICT, so it is inlined.';
+
+
+--
+-- Name: sitemap_loc_in_scope(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_loc_in_scope(loc text, origin text, path_prefix text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+SELECT (starts_with(loc, origin || path_prefix) AND strpos(loc, '/.') = 0
+        AND left(path_prefix, 1) = '/' AND origin = lower(origin))
+    OR coalesce(
+    lower(left(loc, char_length(origin))) = origin
+    -- the authority ends where the origin does
+    AND substr(loc, char_length(origin) + 1, 1) IN ('', '/', '?', '#')
+    AND (strpos(loc, '/.') = 0
+         OR substr(loc, char_length(origin) + 1) !~ '^[^?#]*/\.\.?([/?#]|$)')
+    AND (starts_with(substr(loc, char_length(origin) + 1), path_prefix)
+         OR (path_prefix = '/' AND substr(loc, char_length(origin) + 1, 1) IN ('', '?', '#'))),
+    false)
+$_$;
+
+
+--
+-- Name: FUNCTION sitemap_loc_in_scope(loc text, origin text, path_prefix text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_loc_in_scope(loc text, origin text, path_prefix text) IS 'Whether a loc is served under a site''s origin and path prefix: same scheme and host (case-insensitive), a path under the prefix, and no dot segment that would climb out of it. The usual loc, which starts with the origin and prefix as written and has no "/.", is decided by two byte comparisons.';
+
+
+--
+-- Name: sitemap_media_bytes(jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_media_bytes(images jsonb, videos jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT CASE WHEN images IS NULL AND videos IS NULL THEN 0
+            ELSE sitemap_media_elements_bytes(images, videos) END
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_media_bytes(images jsonb, videos jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_media_bytes(images jsonb, videos jsonb) IS 'The bytes of an entry''s image and video elements: 0 without either, as most rows are, before any JSON is read.';
+
+
+--
+-- Name: sitemap_media_elements_bytes(jsonb, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_media_elements_bytes(images jsonb, videos jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT CASE WHEN images IS NULL AND videos IS NULL THEN 0 ELSE
+    coalesce((SELECT sum(octet_length('<image:image><image:loc></image:loc></image:image>')
+                         + sitemap_url_bytes(i ->> 'loc'))::integer
+              FROM jsonb_array_elements(images) i), 0)
+    + coalesce((SELECT sum(sitemap_video_bytes(v))::integer FROM jsonb_array_elements(videos) v), 0)
+END
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_media_elements_bytes(images jsonb, videos jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_media_elements_bytes(images jsonb, videos jsonb) IS 'The bytes of an entry''s image and video elements as the writer writes them; sitemap_media_bytes calls it only for rows that have either.';
+
+
+--
+-- Name: sitemap_news_entry_bytes(text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_news_entry_bytes(loc text, news jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT sitemap_entry_bytes(loc)
+    + octet_length('<news:news><news:publication><news:name></news:name><news:language></news:language>'
+                   '</news:publication><news:publication_date></news:publication_date>'
+                   '<news:title></news:title></news:news>')
+    + sitemap_text_bytes(news ->> 'publication_name') + sitemap_text_bytes(news ->> 'language')
+    + sitemap_text_bytes(news ->> 'publication_date') + sitemap_text_bytes(news ->> 'title')
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_news_entry_bytes(loc text, news jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_news_entry_bytes(loc text, news jsonb) IS 'The most bytes an article''s entry takes in a news sitemap: a page entry''s reserve for its loc, and its news element as the writer writes it.';
+
+
+--
+-- Name: sitemap_news_listing(text, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_news_listing(p_site text, window_end timestamp with time zone) RETURNS TABLE(id bigint, n bigint, updated_at timestamp with time zone, bytes integer)
+    LANGUAGE sql STABLE
+    AS $$
+SELECT u.id,
+       row_number() OVER (ORDER BY sitemap_news_published(u.news) DESC, u.id DESC),
+       u.updated_at, sitemap_news_entry_bytes(u.loc, u.news)
+FROM sitemap_urls u
+CROSS JOIN LATERAL sitemap_placement_of(u.id) p
+WHERE u.site = p_site AND u.news IS NOT NULL
+  AND sitemap_news_published(u.news) > window_end - interval '48 hours'
+  AND p.page IS NOT NULL AND p.site = u.site AND p.section = u.section
+  AND p.loc_hash = sitemap_loc_hash(u.loc)
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_news_listing(p_site text, window_end timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_news_listing(p_site text, window_end timestamp with time zone) IS 'A site''s placed articles first published in the 48 hours before window_end, numbered newest first (n) as the news files list them, with the bytes each entry takes.';
+
+
+--
+-- Name: sitemap_news_published(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_news_published(news jsonb) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT sitemap_w3c_datetime(news ->> 'publication_date')
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_news_published(news jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_news_published(news jsonb) IS 'When an article was first published, as stored; deterministic, as the CHECK admits only W3C datetimes.';
+
+
+--
+-- Name: sitemap_pages_notify(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_pages_notify() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM pg_notify('sitemapd_pages', '');
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_pages_notify(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_pages_notify() IS 'Statement trigger on sitemap_pages and sitemap_news_files: notifies sitemapd_pages, so servers drop the summaries they keep in memory. PostgreSQL delivers at commit and folds duplicates within a transaction, so a bulk write costs one notification.';
+
+
+--
+-- Name: sitemap_placement_runs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_placement_runs (
+    run bigint NOT NULL,
+    site text NOT NULL COLLATE pg_catalog."C",
+    section text NOT NULL COLLATE pg_catalog."C",
+    page integer NOT NULL,
+    first_id bigint NOT NULL,
+    last_id bigint NOT NULL,
+    ids bigint[] NOT NULL,
+    loc_hashes bigint[] NOT NULL,
+    bytes integer[] NOT NULL,
+    CONSTRAINT sitemap_placement_runs_check CHECK (((cardinality(ids) >= 1) AND (cardinality(ids) = cardinality(loc_hashes)) AND (cardinality(ids) = cardinality(bytes)))),
+    CONSTRAINT sitemap_placement_runs_page_check CHECK ((page >= 1))
+);
+
+
+--
+-- Name: TABLE sitemap_placement_runs; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_placement_runs IS 'Up to 64 consecutive rows of a section placed together on one page, as one row whose arrays give each row''s id, loc hash and reserved bytes: a bulk load costs one small row per 64 URLs instead of a placement each. A row changed in place keeps its run when its entry is as placed; otherwise it leaves its run (sitemap_explode).';
+
+
+--
+-- Name: sitemap_placements; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_placements (
+    id bigint NOT NULL,
+    site text NOT NULL COLLATE pg_catalog."C",
+    section text NOT NULL COLLATE pg_catalog."C",
+    loc_hash bigint NOT NULL,
+    page integer,
+    bytes integer NOT NULL,
+    skip_reason text,
+    skip_logged boolean DEFAULT false NOT NULL,
+    images integer DEFAULT 0 NOT NULL,
+    videos integer DEFAULT 0 NOT NULL,
+    alternates integer DEFAULT 0 NOT NULL,
+    cluster text,
+    CONSTRAINT sitemap_placements_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT sitemap_placements_check CHECK (((page IS NULL) <> (skip_reason IS NULL))),
+    CONSTRAINT sitemap_placements_page_check CHECK ((page >= 1))
+);
+
+
+--
+-- Name: TABLE sitemap_placements; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_placements IS 'Where a row is served (page) or why it is not (skip_reason), with the bytes its entry reserves and the loc hash it was placed with. Rows with extensions are placed here one by one; plain rows placed together stand in sitemap_placement_runs. A row stands in one placement or one run, never both. Written by folds alone.';
+
+
+--
+-- Name: sitemap_placed; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.sitemap_placed AS
+ SELECT sitemap_placements.id,
+    sitemap_placements.site,
+    sitemap_placements.section,
+    sitemap_placements.loc_hash,
+    sitemap_placements.page,
+    sitemap_placements.bytes,
+    sitemap_placements.skip_reason,
+    sitemap_placements.images,
+    sitemap_placements.videos,
+    sitemap_placements.alternates,
+    sitemap_placements.cluster
+   FROM public.sitemap_placements
+UNION ALL
+ SELECT m.id,
+    r.site,
+    r.section,
+    m.loc_hash,
+    r.page,
+    m.bytes,
+    NULL::text AS skip_reason,
+    0 AS images,
+    0 AS videos,
+    0 AS alternates,
+    NULL::text AS cluster
+   FROM (public.sitemap_placement_runs r
+     CROSS JOIN LATERAL UNNEST(r.ids, r.loc_hashes, r.bytes) m(id, loc_hash, bytes));
+
+
+--
+-- Name: VIEW sitemap_placed; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON VIEW public.sitemap_placed IS 'Every placement, one row per URL, whether it stands alone or in a run. Filter it by (site, section, page): both halves are read through their page indexes. By id, use sitemap_placement_of.';
+
+
+--
+-- Name: sitemap_placement_of(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_placement_of(row_id bigint) RETURNS SETOF public.sitemap_placed
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT id, site, section, loc_hash, page, bytes, skip_reason, images, videos, alternates, cluster
+    FROM sitemap_placements WHERE id = row_id
+    UNION ALL
+    SELECT row_id, r.site, r.section, r.loc_hashes[i], r.page, r.bytes[i], NULL::text, 0, 0, 0, NULL::text
+    FROM sitemap_placement_runs r
+    CROSS JOIN LATERAL array_position(r.ids, row_id) AS i
+    WHERE int8range(r.first_id, r.last_id, '[]') @> row_id AND i IS NOT NULL
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_placement_of(row_id bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_placement_of(row_id bigint) IS 'The placement of one row, alone or in a run: a probe of each by its index (sitemap_placed filtered by id would unnest every run).';
+
+
+--
+-- Name: sitemap_rebuild_clusters(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_rebuild_clusters() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- A URL two sites' rows put in two clusters puts both in question.
+    INSERT INTO sitemap_fold_clusters (cluster)
+    SELECT DISTINCT o.hreflang_cluster
+    FROM sitemap_fold_clusters t
+    JOIN sitemap_urls m ON m.hreflang_cluster = t.cluster
+    JOIN sitemap_sites s ON s.site <> m.site
+    JOIN sitemap_urls o ON o.site = s.site AND o.loc = m.loc
+    WHERE o.hreflang_cluster <> t.cluster
+    ON CONFLICT DO NOTHING;
+
+    WITH members AS (
+        SELECT DISTINCT t.cluster, m.site, m.loc, code
+        FROM sitemap_fold_clusters t
+        JOIN sitemap_urls m ON m.hreflang_cluster = t.cluster
+        CROSS JOIN LATERAL unnest(m.hreflang) code
+    ), claimed_twice AS (
+        SELECT DISTINCT ON (m.cluster) m.cluster, m.loc, o.hreflang_cluster AS other
+        FROM (SELECT DISTINCT cluster, site, loc FROM members) m
+        JOIN sitemap_sites s ON s.site <> m.site
+        JOIN sitemap_urls o ON o.site = s.site AND o.loc = m.loc
+        WHERE o.hreflang_cluster <> m.cluster
+        ORDER BY m.cluster, m.loc
+    ), shared_code AS (
+        SELECT DISTINCT ON (cluster) cluster, code, locs
+        FROM (SELECT cluster, lower(code) AS code, array_agg(DISTINCT loc) AS locs
+              FROM members GROUP BY cluster, lower(code) HAVING count(DISTINCT loc) > 1) d
+        ORDER BY cluster, code
+    ), built AS (
+        SELECT cluster,
+               array_agg(code ORDER BY lower(code), loc) AS hreflangs,
+               array_agg(loc ORDER BY lower(code), loc) AS hrefs,
+               sum(octet_length('<xhtml:link rel="alternate" hreflang="" href=""/>')
+                   + octet_length(code) + sitemap_url_bytes(loc))::integer AS link_bytes,
+               count(DISTINCT loc) AS urls
+        FROM (SELECT DISTINCT cluster, code, loc FROM members) d
+        GROUP BY cluster
+    )
+    UPDATE sitemap_fold_clusters t
+    SET built = true, hreflangs = b.hreflangs, hrefs = b.hrefs, link_bytes = b.link_bytes,
+        problem = CASE
+            WHEN c.cluster IS NOT NULL THEN format('%s is also in cluster %s', c.loc, c.other)
+            WHEN d.cluster IS NOT NULL
+                THEN format('hreflang %s is claimed by more than one URL: %s', d.code, array_to_string(d.locs, ', '))
+            WHEN b.urls < 2 THEN format('only one URL (%s): a cluster links two or more', b.hrefs[1])
+        END
+    FROM built b
+    LEFT JOIN claimed_twice c ON c.cluster = b.cluster
+    LEFT JOIN shared_code d ON d.cluster = b.cluster
+    WHERE t.cluster = b.cluster;
+
+    -- What members serve: the links, or none.
+    UPDATE sitemap_fold_clusters t
+    SET changed = (CASE WHEN t.built AND t.problem IS NULL THEN (t.hreflangs, t.hrefs) END)
+        IS DISTINCT FROM (CASE WHEN k.cluster IS NOT NULL AND k.problem IS NULL THEN (k.hreflangs, k.hrefs) END)
+    FROM sitemap_fold_clusters u LEFT JOIN sitemap_clusters k ON k.cluster = u.cluster
+    WHERE t.cluster = u.cluster;
+
+    DELETE FROM sitemap_clusters k USING sitemap_fold_clusters t
+    WHERE k.cluster = t.cluster AND NOT t.built;
+    INSERT INTO sitemap_clusters AS k (cluster, hreflangs, hrefs, link_bytes, problem)
+    SELECT cluster, hreflangs, hrefs, link_bytes, problem FROM sitemap_fold_clusters WHERE built
+    ON CONFLICT (cluster) DO UPDATE
+    SET hreflangs = excluded.hreflangs, hrefs = excluded.hrefs, link_bytes = excluded.link_bytes,
+        problem = excluded.problem
+    WHERE (k.hreflangs, k.hrefs, k.problem) IS DISTINCT FROM (excluded.hreflangs, excluded.hrefs, excluded.problem);
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_rebuild_clusters(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_rebuild_clusters() IS 'Part of a fold: rebuilds the hreflang clusters listed in sitemap_fold_clusters from the rows that name them, and marks those whose served links changed, so their members'' pages change too.';
+
+
+--
+-- Name: sitemap_refresh_news(timestamp with time zone, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_refresh_news(window_end timestamp with time zone, changed boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET jit TO 'off'
+    AS $$
+DECLARE
+    limits sitemap_settings%ROWTYPE;
+BEGIN
+    IF NOT changed AND (SELECT due FROM sitemap_news_state) > window_end THEN
+        RETURN;
+    END IF;
+    SELECT * INTO limits FROM sitemap_settings;
+
+    DELETE FROM sitemap_news_windows w
+    WHERE NOT EXISTS (SELECT 1 FROM sitemap_urls u WHERE u.site = w.site AND u.news IS NOT NULL);
+    INSERT INTO sitemap_news_windows AS w (site, window_end, per_file)
+    SELECT s.site, sitemap_refresh_news.window_end,
+           least(1000, limits.max_urls,
+                 greatest(1, limits.entry_budget / coalesce(
+                     (SELECT max(a.bytes) FROM sitemap_news_listing(s.site, sitemap_refresh_news.window_end) a),
+                     1)))
+    FROM sitemap_sites s
+    WHERE EXISTS (SELECT 1 FROM sitemap_urls u WHERE u.site = s.site AND u.news IS NOT NULL)
+    ON CONFLICT (site) DO UPDATE SET window_end = EXCLUDED.window_end, per_file = EXCLUDED.per_file;
+
+    WITH files AS (
+        SELECT w.site, ((a.n - 1) / w.per_file + 1)::integer AS file, count(*)::integer AS url_count,
+               md5(string_agg(a.id || ' ' || a.updated_at, ',' ORDER BY a.n)) AS digest
+        FROM sitemap_news_windows w, sitemap_news_listing(w.site, w.window_end) a
+        GROUP BY 1, 2
+    ), wanted AS (
+        SELECT site, file, url_count, digest, true AS listed FROM files
+        UNION ALL
+        -- a site with news records always has file 1, empty or not
+        SELECT w.site, 1, 0, '', true FROM sitemap_news_windows w
+        WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.site = w.site)
+        UNION ALL
+        -- files no longer needed empty, and leave the index
+        SELECT k.site, k.file, 0, '', false FROM sitemap_news_files k
+        WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.site = k.site AND f.file = k.file)
+          AND (k.file > 1 OR NOT EXISTS (SELECT 1 FROM sitemap_news_windows w WHERE w.site = k.site))
+    )
+    INSERT INTO sitemap_news_files AS k (site, file, url_count, lastmod, digest, listed)
+    SELECT site, file, url_count, clock_timestamp(), digest, listed FROM wanted
+    ON CONFLICT (site, file) DO UPDATE
+    SET url_count = EXCLUDED.url_count, digest = EXCLUDED.digest, listed = EXCLUDED.listed,
+        lastmod = greatest(clock_timestamp(), k.lastmod + interval '1 microsecond')
+    WHERE (k.digest, k.listed) IS DISTINCT FROM (EXCLUDED.digest, EXCLUDED.listed);
+
+    UPDATE sitemap_news_state SET due = coalesce(
+        (SELECT min(sitemap_news_published(u.news)) + interval '48 hours' FROM sitemap_urls u
+         WHERE u.news IS NOT NULL AND sitemap_news_published(u.news) > window_end - interval '48 hours'),
+        'infinity');
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_refresh_news(window_end timestamp with time zone, changed boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_refresh_news(window_end timestamp with time zone, changed boolean) IS 'Lists every site''s news files anew for the window ending at window_end when changed (rows were folded) or an article is due to leave; a file whose articles differ from the last listing gets a new lastmod.';
+
+
+--
+-- Name: sitemap_refuse(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_refuse(field text, value text, rule text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'check_violation',
+        MESSAGE = format('sitemap_urls.%s %s: %s', field,
+                         CASE WHEN char_length(value) > 100 THEN to_json(left(value, 100) || '…')::text
+                              ELSE to_json(value)::text END,
+                         rule);
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_refuse(field text, value text, rule text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_refuse(field text, value text, rule text) IS 'Raises check_violation naming the field, the value (cut to 100 characters) and the rule, as the service''s validator words it. Called by the sitemap_check_* functions.';
+
+
+--
+-- Name: sitemap_run_members(bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_run_members(wanted bigint[]) RETURNS TABLE(run bigint, site text, section text, page integer, id bigint, loc_hash bigint, bytes integer)
+    LANGUAGE plpgsql STABLE ROWS 100000
+    AS $$
+BEGIN
+    IF cardinality(wanted) <= 10000 THEN
+        RETURN QUERY
+        SELECT r.run, r.site, r.section, r.page, w.id, r.loc_hashes[i], r.bytes[i]
+        FROM unnest(wanted) AS w(id)
+        JOIN sitemap_placement_runs r ON int8range(r.first_id, r.last_id, '[]') @> w.id
+        CROSS JOIN LATERAL array_position(r.ids, w.id) AS i
+        WHERE i IS NOT NULL;
+    ELSE
+        RETURN QUERY
+        SELECT r.run, r.site, r.section, r.page, m.id, m.loc_hash, m.bytes
+        FROM sitemap_placement_runs r
+        CROSS JOIN LATERAL unnest(r.ids, r.loc_hashes, r.bytes) AS m(id, loc_hash, bytes)
+        JOIN unnest(wanted) AS w(id) ON w.id = m.id
+        WHERE r.last_id >= (SELECT min(x) FROM unnest(wanted) x)
+          AND r.first_id <= (SELECT max(x) FROM unnest(wanted) x);
+    END IF;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_run_members(wanted bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_run_members(wanted bigint[]) IS 'Which of the rows wanted stand in a run: the run, where it is, and what each was placed with. Few rows are looked up by id, one index probe each; many (a bulk update or delete) by reading the runs over their ids once and joining.';
+
+
+--
+-- Name: sitemap_served_chars(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_served_chars(loc text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT CASE WHEN octet_length(loc) = char_length(loc) THEN octet_length(loc)
+            ELSE octet_length(loc) + 2 * octet_length(regexp_replace(loc, '[\x01-\x7f]', '', 'g'))
+       END
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_served_chars(loc text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_served_chars(loc text) IS 'A loc''s length as served, where every non-ASCII byte is written as %XX (three characters): the protocol''s 2,048 characters apply to that.';
+
+
+--
+-- Name: sitemap_text_bytes(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_text_bytes(value text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT octet_length(value)
+    + 4 * (char_length(value) - char_length(replace(value, '&', '')))
+    + 3 * (char_length(value) - char_length(translate(value, '<>', '')))
+    + 5 * (char_length(value) - char_length(translate(value, '"''', '')))
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_text_bytes(value text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_text_bytes(value text) IS 'Bytes of a text as the writer emits it: the five XML entities escaped.';
+
+
+--
+-- Name: sitemap_unplace(bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_unplace(ids bigint[]) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT sitemap_explode(ids);
+    WITH taken AS (
+        DELETE FROM sitemap_placements p WHERE p.id = ANY (ids)
+        RETURNING p.id, p.site, p.section, p.page, p.bytes, p.images, p.videos, p.alternates
+    ), queued AS (
+        INSERT INTO sitemap_unplaced (id) SELECT id FROM taken ON CONFLICT DO NOTHING
+    )
+    SELECT sitemap_apply_deltas(array_agg(site), array_agg(section), array_agg(page), array_agg(n),
+                                array_agg(b), array_agg(i), array_agg(v), array_agg(a))
+    FROM (SELECT site, section, page, -count(*) AS n, -sum(bytes)::bigint AS b,
+                 -sum(images)::bigint AS i, -sum(videos)::bigint AS v, -sum(alternates)::bigint AS a
+          FROM taken WHERE page IS NOT NULL GROUP BY site, section, page) d;
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_unplace(ids bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_unplace(ids bigint[]) IS 'Takes the rows ids off their pages, alone or in runs, subtracts them from their pages'' summaries, and queues them in sitemap_unplaced to be placed again.';
+
+
+--
+-- Name: sitemap_url_bytes(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_url_bytes(url text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT sitemap_entry_bytes(url) - 125
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_url_bytes(url text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_url_bytes(url text) IS 'Bytes of a URL as the writer emits it: the five XML entities escaped, non-ASCII percent-encoded.';
+
+
+--
+-- Name: sitemap_urls_after_delete(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_urls_after_delete() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO sitemap_removals (id, site, loc) SELECT id, site, loc FROM old_rows;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_urls_after_delete(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_urls_after_delete() IS 'After DELETE, once per statement: the deleted URLs go to sitemap_removals for the next fold.';
+
+
+--
+-- Name: sitemap_urls_after_move(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_urls_after_move() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO sitemap_removals (id, site, loc) VALUES (OLD.id, OLD.site, OLD.loc);
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_urls_after_move(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_urls_after_move() IS 'After an UPDATE of site, section or loc: the old URL goes to sitemap_removals, so the next fold takes it off its page and feeds its removal.';
+
+
+--
+-- Name: sitemap_urls_after_truncate(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_urls_after_truncate() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO sitemap_removals (id, site, loc) VALUES (NULL, NULL, NULL);
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_urls_after_truncate(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_urls_after_truncate() IS 'After TRUNCATE: one row with a NULL id in sitemap_removals tells the next fold to empty every page.';
+
+
+--
+-- Name: sitemap_urls_before_update(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_urls_before_update() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NEW.id <> OLD.id THEN
+        RAISE EXCEPTION 'sitemap_urls.id is managed by sitemapd and cannot change (row %)', OLD.id;
+    END IF;
+    IF (NEW.site, NEW.section, NEW.loc, NEW.lastmod, NEW.changefreq, NEW.priority,
+        NEW.images, NEW.videos, NEW.news, NEW.hreflang, NEW.hreflang_cluster)
+        IS DISTINCT FROM (OLD.site, OLD.section, OLD.loc, OLD.lastmod, OLD.changefreq, OLD.priority,
+        OLD.images, OLD.videos, OLD.news, OLD.hreflang, OLD.hreflang_cluster)
+       AND NEW.updated_at IS NOT DISTINCT FROM OLD.updated_at
+    THEN
+        NEW.updated_at := now();
+    END IF;
+    IF (NEW.site, NEW.section, NEW.loc, NEW.lastmod, NEW.changefreq, NEW.priority,
+        NEW.images, NEW.videos, NEW.news, NEW.hreflang, NEW.hreflang_cluster, NEW.updated_at)
+        IS DISTINCT FROM (OLD.site, OLD.section, OLD.loc, OLD.lastmod, OLD.changefreq, OLD.priority,
+        OLD.images, OLD.videos, OLD.news, OLD.hreflang, OLD.hreflang_cluster, OLD.updated_at)
+    THEN
+        NEW.change_xid := pg_current_xact_id();
+    ELSIF NEW.change_xid IS DISTINCT FROM pg_current_xact_id() THEN
+        NEW.change_xid := OLD.change_xid;
+    END IF;
+    RETURN NEW;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_urls_before_update(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_urls_before_update() IS 'Before UPDATE: refuses a change of id; sets updated_at when what the row serves changed and the write did not set it; marks a real change with the writer''s transaction (change_xid), and keeps the old mark on an UPDATE that changes nothing, so it touches no page. A write that sets change_xid to its own transaction has the row folded again.';
+
+
+--
+-- Name: sitemap_urls_mark_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_urls_mark_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE sitemap_urls SET change_xid = pg_current_xact_id() WHERE id = NEW.id;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_urls_mark_inserted(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_urls_mark_inserted() IS 'After INSERT, for rows that arrived with a change_xid of their own (a copy from a backup, say): marks them with the writer''s transaction, so folds see them. Rows that take the default never reach it (the trigger''s WHEN clause).';
+
+
+--
+-- Name: sitemap_video_bytes(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_video_bytes(video jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT octet_length('<video:video></video:video>')
+    + octet_length('<video:thumbnail_loc></video:thumbnail_loc>') + sitemap_url_bytes(video ->> 'thumbnail_loc')
+    + octet_length('<video:title></video:title>') + sitemap_text_bytes(video ->> 'title')
+    + octet_length('<video:description></video:description>') + sitemap_text_bytes(video ->> 'description')
+    + coalesce(octet_length('<video:content_loc></video:content_loc>') + sitemap_url_bytes(video ->> 'content_loc'), 0)
+    + coalesce(octet_length('<video:player_loc></video:player_loc>') + sitemap_url_bytes(video ->> 'player_loc'), 0)
+    + CASE WHEN video ? 'duration' THEN octet_length('<video:duration></video:duration>') + 5 ELSE 0 END
+    + coalesce(octet_length('<video:expiration_date></video:expiration_date>') + octet_length(video ->> 'expiration_date'), 0)
+    + CASE WHEN video ? 'rating' THEN octet_length('<video:rating></video:rating>') + 5 ELSE 0 END
+    + coalesce(octet_length('<video:view_count></video:view_count>') + octet_length(video ->> 'view_count'), 0)
+    + coalesce(octet_length('<video:publication_date></video:publication_date>') + octet_length(video ->> 'publication_date'), 0)
+    + coalesce((SELECT sum(octet_length('<video:tag></video:tag>') + sitemap_text_bytes(t))
+                FROM jsonb_array_elements_text(video -> 'tags') t), 0)
+    + CASE WHEN video ? 'family_friendly' THEN octet_length('<video:family_friendly></video:family_friendly>') + 3 ELSE 0 END
+    + CASE WHEN video ? 'restriction'
+           THEN octet_length('<video:restriction relationship="allow"></video:restriction>')
+                + greatest(0, 3 * jsonb_array_length(video #> '{restriction,countries}') - 1)
+           ELSE 0 END
+    + CASE WHEN video ? 'requires_subscription'
+           THEN octet_length('<video:requires_subscription></video:requires_subscription>') + 3 ELSE 0 END
+    + CASE WHEN video ? 'uploader'
+           THEN octet_length('<video:uploader></video:uploader>') + sitemap_text_bytes(video #>> '{uploader,name}')
+                + coalesce(octet_length(' info=""') + sitemap_url_bytes(video #>> '{uploader,info}'), 0)
+           ELSE 0 END
+    + CASE WHEN video ? 'platform'
+           THEN octet_length('<video:platform relationship="allow"></video:platform>')
+                + coalesce((SELECT sum(octet_length(p) + 1) - 1
+                            FROM jsonb_array_elements_text(video #> '{platform,platforms}') p), 0)
+           ELSE 0 END
+    + CASE WHEN video ? 'live' THEN octet_length('<video:live></video:live>') + 3 ELSE 0 END
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_video_bytes(video jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_video_bytes(video jsonb) IS 'The most bytes one video''s element takes: tags as written, values at their longest where the writer formats them (a duration 5 bytes, a rating 5, yes / no 3).';
+
+
+--
+-- Name: sitemap_w3c_datetime(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_w3c_datetime(value text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+BEGIN
+    IF value ~ '^\d{4}-\d{2}-\d{2}$' THEN
+        RETURN (value || 'T00:00:00+00:00')::timestamptz;
+    ELSIF value ~ '^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$' THEN
+        RETURN value::timestamptz;
+    END IF;
+    RETURN NULL;
+EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
+    RETURN NULL;
+END $_$;
+
+
+--
+-- Name: FUNCTION sitemap_w3c_datetime(value text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_w3c_datetime(value text) IS 'A date, or a date and time to the second with a zone: the W3C datetimes that are also XML Schema dates and dateTimes, which crawlers validate the extensions against. Returns the instant (a date alone is midnight UTC), or NULL.';
+
+
+--
+-- Name: sitemap_write_out_feed(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_write_out_feed(max_rows integer) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    WITH taken AS (
+        DELETE FROM sitemap_change_stash
+        WHERE id IN (SELECT id FROM sitemap_change_stash ORDER BY id LIMIT max_rows)
+        RETURNING id, site, change, committed_at, locs
+    ), written AS (
+        INSERT INTO sitemap_changes (site, loc, change, committed_at)
+        SELECT t.site, l.loc, t.change, t.committed_at
+        FROM taken t CROSS JOIN LATERAL unnest(t.locs) WITH ORDINALITY AS l(loc, n)
+        ORDER BY t.id, l.n
+        RETURNING 1
+    )
+    SELECT count(*) FROM written
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_write_out_feed(max_rows integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_write_out_feed(max_rows integer) IS 'Writes the oldest max_rows rows of sitemap_change_stash out to sitemap_changes, in order; returns how many entries. Run by one writer at a time (it locks sitemap_feed_writer first): all of it or none, never ahead of an older row.';
+
+
+--
+-- Name: sitemap_change_stash; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_change_stash (
+    id bigint NOT NULL,
+    site text NOT NULL,
+    change text NOT NULL,
+    committed_at timestamp with time zone NOT NULL,
+    locs text[] NOT NULL,
+    CONSTRAINT sitemap_change_stash_change_check CHECK ((change = ANY (ARRAY['added'::text, 'updated'::text, 'removed'::text])))
+);
+ALTER TABLE ONLY public.sitemap_change_stash ALTER COLUMN locs SET STORAGE EXTERNAL;
+
+
+--
+-- Name: TABLE sitemap_change_stash; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_change_stash IS 'Feed entries a fold of many rows kept for the service to write out apart, so the fold''s transaction stays short: locs[i] is one entry, written to sitemap_changes in (id, i) order by sitemap_write_out_feed. While any are kept, every fold keeps its entries here too, so the feed stays in fold order.';
+
+
+--
+-- Name: sitemap_change_stash_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_change_stash ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.sitemap_change_stash_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: sitemap_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_changes (
+    seq bigint NOT NULL,
+    site text NOT NULL,
+    loc text NOT NULL,
+    change text NOT NULL,
+    committed_at timestamp with time zone NOT NULL,
+    CONSTRAINT sitemap_changes_change_check CHECK ((change = ANY (ARRAY['added'::text, 'updated'::text, 'removed'::text])))
+);
+
+
+--
+-- Name: TABLE sitemap_changes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_changes IS 'The change feed, oldest first: each URL added, updated or removed, with its fold''s commit time. Read-only for applications; pruned by the service (change_log_retention, change_log_max_rows).';
+
+
+--
+-- Name: sitemap_changes_seq_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_changes ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.sitemap_changes_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: sitemap_clusters; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_clusters (
+    cluster text NOT NULL,
+    hreflangs text[] NOT NULL,
+    hrefs text[] NOT NULL,
+    link_bytes integer NOT NULL,
+    problem text
+);
+
+
+--
+-- Name: TABLE sitemap_clusters; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_clusters IS 'The hreflang clusters as served, rebuilt by folds from the rows that name them: every member lists every member, itself included, so no link is one-way. A cluster with a problem is served without links, and the problem is reported.';
+
+
+--
+-- Name: sitemap_feed_writer; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_feed_writer (
+    singleton boolean DEFAULT true NOT NULL,
+    CONSTRAINT sitemap_feed_writer_singleton_check CHECK (singleton)
+);
+
+
+--
+-- Name: TABLE sitemap_feed_writer; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_feed_writer IS 'One row whose lock is the turn to write out sitemap_change_stash: one writer at a time across replicas.';
+
+
+--
+-- Name: sitemap_fold_state; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_fold_state (
+    singleton boolean DEFAULT true NOT NULL,
+    folded_through pg_snapshot NOT NULL,
+    folded_at timestamp with time zone NOT NULL,
+    folding_through pg_snapshot,
+    read_through_xid xid8,
+    read_through_id bigint,
+    CONSTRAINT sitemap_fold_state_pass_whole CHECK ((((folding_through IS NULL) = (read_through_xid IS NULL)) AND ((folding_through IS NULL) = (read_through_id IS NULL)))),
+    CONSTRAINT sitemap_fold_state_singleton_check CHECK (singleton)
+);
+
+
+--
+-- Name: TABLE sitemap_fold_state; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_fold_state IS 'One row: the snapshot the last fold read with, and the pass under way (its snapshot and the last row it read). Locked by every fold and every configuration change, which makes them take turns across replicas.';
+
+
+--
+-- Name: sitemap_indexnow_cursors; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_indexnow_cursors (
+    site text NOT NULL,
+    delivered_through bigint NOT NULL,
+    delivered_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_indexnow_cursors; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_indexnow_cursors IS 'How far each site''s IndexNow push has gone in the change feed: the last entry of the last batch the endpoint accepted or refused for good. Created at the feed''s end the first time a site has a key, so old changes are never back-filled. A replica sends only while it holds its site''s row locked.';
+
+
+--
+-- Name: sitemap_news_files; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_news_files (
+    site text NOT NULL,
+    file integer NOT NULL,
+    url_count integer NOT NULL,
+    lastmod timestamp with time zone NOT NULL,
+    digest text NOT NULL,
+    listed boolean NOT NULL,
+    CONSTRAINT sitemap_news_files_file_check CHECK ((file >= 1)),
+    CONSTRAINT sitemap_news_files_url_count_check CHECK ((url_count >= 0))
+);
+
+
+--
+-- Name: TABLE sitemap_news_files; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_news_files IS 'One summary per news file of a site: its articles'' count, digest and lastmod (new when its articles change). Every statement that changes it notifies sitemapd_pages.';
+
+
+--
+-- Name: sitemap_news_state; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_news_state (
+    singleton boolean DEFAULT true NOT NULL,
+    due timestamp with time zone NOT NULL,
+    CONSTRAINT sitemap_news_state_singleton_check CHECK (singleton)
+);
+
+
+--
+-- Name: TABLE sitemap_news_state; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_news_state IS 'One row: when the news files must be listed again at the latest, because the next article leaves the window then (''infinity'': none is in it).';
+
+
+--
+-- Name: sitemap_news_windows; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_news_windows (
+    site text NOT NULL,
+    window_end timestamp with time zone NOT NULL,
+    per_file integer NOT NULL,
+    CONSTRAINT sitemap_news_windows_per_file_check CHECK ((per_file >= 1))
+);
+
+
+--
+-- Name: TABLE sitemap_news_windows; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_news_windows IS 'Each site with news records: the window its news files were last listed for, and how many articles a file holds.';
+
+
+--
+-- Name: sitemap_pages; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_pages (
+    site text NOT NULL,
+    section text NOT NULL,
+    page integer NOT NULL,
+    url_count integer NOT NULL,
+    bytes bigint NOT NULL,
+    lastmod timestamp with time zone NOT NULL,
+    images bigint DEFAULT 0 NOT NULL,
+    videos bigint DEFAULT 0 NOT NULL,
+    alternates bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT sitemap_pages_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT sitemap_pages_page_check CHECK ((page >= 1)),
+    CONSTRAINT sitemap_pages_url_count_check CHECK ((url_count >= 0))
+);
+
+
+--
+-- Name: TABLE sitemap_pages; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_pages IS 'One summary per page: URLs, bytes, extension entries and lastmod. The sitemap index and a page''s validators are read from here alone. Written by folds; every statement that changes it notifies sitemapd_pages.';
+
+
+--
+-- Name: sitemap_placement_runs_run_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_placement_runs ALTER COLUMN run ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.sitemap_placement_runs_run_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: sitemap_removals; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_removals (
+    id bigint,
+    site text,
+    loc text
+);
+
+
+--
+-- Name: TABLE sitemap_removals; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_removals IS 'URLs that left sitemap_urls or became another URL, written by its triggers for the next fold; a row with a NULL id says the table was truncated.';
+
+
+--
+-- Name: sitemap_settings; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_settings (
+    singleton boolean DEFAULT true NOT NULL,
+    max_urls integer NOT NULL,
+    entry_budget bigint NOT NULL,
+    CONSTRAINT sitemap_settings_entry_budget_check CHECK ((entry_budget > 0)),
+    CONSTRAINT sitemap_settings_max_urls_check CHECK (((max_urls >= 1) AND (max_urls <= 50000))),
+    CONSTRAINT sitemap_settings_singleton_check CHECK (singleton)
+);
+
+
+--
+-- Name: TABLE sitemap_settings; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_settings IS 'The page limits, one row, written by the service from its configuration at start-up (sitemap_configure_limits): most URLs a page holds, and the bytes its entries may take.';
+
+
+--
+-- Name: sitemap_sites; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_sites (
+    site text NOT NULL,
+    origin text NOT NULL,
+    path_prefix text NOT NULL,
+    CONSTRAINT sitemap_sites_path_prefix_check CHECK (((path_prefix ~~ '/%'::text) AND (path_prefix ~~ '%/'::text)))
+);
+
+
+--
+-- Name: TABLE sitemap_sites; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_sites IS 'The sites the service serves, written from its configuration at start-up (sitemap_configure_site): the origin and path prefix a loc must lie under to be served.';
+
+
+--
+-- Name: sitemap_submissions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_submissions (
+    site text NOT NULL,
+    template text NOT NULL,
+    submitted_version timestamp with time zone,
+    attempted_at timestamp with time zone
+);
+
+
+--
+-- Name: TABLE sitemap_submissions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_submissions IS 'Each site''s index, submitted by GET to each submit_urls template: the index version (its newest page lastmod) the last 200 answer was for, and when the last try was.';
+
+
+--
+-- Name: sitemap_unplaced; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_unplaced (
+    id bigint NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_unplaced; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_unplaced IS 'Rows a configuration change took off their page (limits lowered, a base URL changed), for the next fold to place again.';
+
+
+--
+-- Name: sitemap_urls; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_urls (
+    id bigint NOT NULL,
+    site text DEFAULT 'default'::text NOT NULL,
+    section text DEFAULT ''::text NOT NULL,
+    loc text NOT NULL,
+    lastmod timestamp with time zone,
+    changefreq text,
+    priority real,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    change_xid xid8 DEFAULT pg_current_xact_id(),
+    images jsonb,
+    videos jsonb,
+    news jsonb,
+    hreflang text[],
+    hreflang_cluster text,
+    CONSTRAINT sitemap_urls_changefreq_value CHECK ((changefreq = ANY (ARRAY['always'::text, 'hourly'::text, 'daily'::text, 'weekly'::text, 'monthly'::text, 'yearly'::text, 'never'::text]))),
+    CONSTRAINT sitemap_urls_priority_range CHECK (((priority >= (0)::double precision) AND (priority <= (1)::double precision))),
+    CONSTRAINT sitemap_urls_section_slug CHECK (((section = ''::text) OR ((section ~ '^[a-z0-9][a-z0-9_-]*$'::text) AND (octet_length(section) <= 64)))),
+    CONSTRAINT sitemap_urls_site_slug CHECK (((site ~ '^[a-z0-9][a-z0-9_-]*$'::text) AND (octet_length(site) <= 64)))
+);
+
+
+--
+-- Name: TABLE sitemap_urls; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_urls IS 'The page records applications write with plain SQL, in transactions of their own that never wait for sitemapd. CHECK constraints refuse what no sitemap may hold, naming the constraint. Folds place each committed row on a page of its site''s section for good (sitemap_placed). The other sitemap_* tables belong to sitemapd; sitemap_changes is there to be read.';
+
+
+--
+-- Name: COLUMN sitemap_urls.id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.id IS 'Managed by sitemapd: fixed for the row''s life (sitemap_urls_before_update refuses a change). Rows are placed in id order.';
+
+
+--
+-- Name: COLUMN sitemap_urls.site; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.site IS 'The site the URL belongs to (a slug). A row of a site that is not configured is left out of every sitemap, with a reason.';
+
+
+--
+-- Name: COLUMN sitemap_urls.section; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.section IS ''''' for the default section, else a slug served as sitemap-{section}-N.';
+
+
+--
+-- Name: COLUMN sitemap_urls.loc; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.loc IS 'An absolute http(s) URL, unique per site, at most 2,048 characters as served (each non-ASCII byte as %XX). A loc outside its site''s base URL is left out, with a reason.';
+
+
+--
+-- Name: COLUMN sitemap_urls.lastmod; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.lastmod IS 'When the page''s content last changed; served in UTC. A page''s lastmod in the index derives from its rows''.';
+
+
+--
+-- Name: COLUMN sitemap_urls.changefreq; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.changefreq IS 'always, hourly, daily, weekly, monthly, yearly or never.';
+
+
+--
+-- Name: COLUMN sitemap_urls.priority; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.priority IS '0.0 to 1.0, served with at most three decimals.';
+
+
+--
+-- Name: COLUMN sitemap_urls.updated_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.updated_at IS 'Set to now() by every UPDATE that changes what the row serves.';
+
+
+--
+-- Name: COLUMN sitemap_urls.change_xid; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.change_xid IS 'Managed by sitemapd: the transaction that last changed the row, which tells folds what is new. Whatever a write gives is replaced by the writer''s own transaction; an UPDATE that sets it to pg_current_xact_id() has the row folded again.';
+
+
+--
+-- Name: COLUMN sitemap_urls.images; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.images IS 'Image sitemap extension: a JSON array of {"loc": URL}, checked by sitemap_check_images.';
+
+
+--
+-- Name: COLUMN sitemap_urls.videos; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.videos IS 'Video sitemap extension: a JSON array of video objects, checked by sitemap_check_videos.';
+
+
+--
+-- Name: COLUMN sitemap_urls.news; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.news IS 'News sitemap extension: a JSON object (publication, publication_date, title), checked by sitemap_check_news. Rows with news are listed in the site''s news sitemap while published within its window.';
+
+
+--
+-- Name: COLUMN sitemap_urls.hreflang; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.hreflang IS 'The languages this URL stands for in its cluster (ISO 639-1, optional region, or x-default); set together with hreflang_cluster.';
+
+
+--
+-- Name: COLUMN sitemap_urls.hreflang_cluster; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.hreflang_cluster IS 'The name of the group of URLs that are translations of one another; every member links every member (sitemap_clusters).';
+
+
+--
+-- Name: sitemap_urls_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_urls ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME public.sitemap_urls_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: sitemap_change_stash sitemap_change_stash_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_change_stash
+    ADD CONSTRAINT sitemap_change_stash_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: sitemap_changes sitemap_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_changes
+    ADD CONSTRAINT sitemap_changes_pkey PRIMARY KEY (seq);
+
+
+--
+-- Name: sitemap_clusters sitemap_clusters_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_clusters
+    ADD CONSTRAINT sitemap_clusters_pkey PRIMARY KEY (cluster);
+
+
+--
+-- Name: sitemap_feed_writer sitemap_feed_writer_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_feed_writer
+    ADD CONSTRAINT sitemap_feed_writer_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: sitemap_fold_state sitemap_fold_state_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_fold_state
+    ADD CONSTRAINT sitemap_fold_state_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: sitemap_indexnow_cursors sitemap_indexnow_cursors_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_indexnow_cursors
+    ADD CONSTRAINT sitemap_indexnow_cursors_pkey PRIMARY KEY (site);
+
+
+--
+-- Name: sitemap_news_files sitemap_news_files_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_news_files
+    ADD CONSTRAINT sitemap_news_files_pkey PRIMARY KEY (site, file);
+
+
+--
+-- Name: sitemap_news_state sitemap_news_state_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_news_state
+    ADD CONSTRAINT sitemap_news_state_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: sitemap_news_windows sitemap_news_windows_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_news_windows
+    ADD CONSTRAINT sitemap_news_windows_pkey PRIMARY KEY (site);
+
+
+--
+-- Name: sitemap_pages sitemap_pages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_pages
+    ADD CONSTRAINT sitemap_pages_pkey PRIMARY KEY (site, section, page);
+
+
+--
+-- Name: sitemap_placement_runs sitemap_placement_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_placement_runs
+    ADD CONSTRAINT sitemap_placement_runs_pkey PRIMARY KEY (run);
+
+
+--
+-- Name: sitemap_placements sitemap_placements_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_placements
+    ADD CONSTRAINT sitemap_placements_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: sitemap_settings sitemap_settings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_settings
+    ADD CONSTRAINT sitemap_settings_pkey PRIMARY KEY (singleton);
+
+
+--
+-- Name: sitemap_sites sitemap_sites_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_sites
+    ADD CONSTRAINT sitemap_sites_pkey PRIMARY KEY (site);
+
+
+--
+-- Name: sitemap_submissions sitemap_submissions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_submissions
+    ADD CONSTRAINT sitemap_submissions_pkey PRIMARY KEY (site, template);
+
+
+--
+-- Name: sitemap_unplaced sitemap_unplaced_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_unplaced
+    ADD CONSTRAINT sitemap_unplaced_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: sitemap_urls sitemap_urls_hreflang; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_hreflang CHECK ((((hreflang IS NULL) AND (hreflang_cluster IS NULL)) OR public.sitemap_check_hreflang(hreflang, hreflang_cluster))) NOT VALID;
+
+
+--
+-- Name: sitemap_urls sitemap_urls_images; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_images CHECK (((images IS NULL) OR public.sitemap_check_images(images))) NOT VALID;
+
+
+--
+-- Name: sitemap_urls sitemap_urls_loc_url; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_loc_url CHECK (((public.sitemap_served_chars(loc) <= 2048) AND (starts_with(loc, 'http://'::text) OR starts_with(loc, 'https://'::text)) AND (substr(loc, (strpos(loc, '//'::text) + 2), 1) <> ALL (ARRAY[''::text, '/'::text, '?'::text, '#'::text])) AND (loc !~ '[\x01-\x20\x7f]'::text))) NOT VALID;
+
+
+--
+-- Name: sitemap_urls sitemap_urls_news; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_news CHECK (((news IS NULL) OR public.sitemap_check_news(news))) NOT VALID;
+
+
+--
+-- Name: sitemap_urls sitemap_urls_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: sitemap_urls sitemap_urls_site_loc_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_site_loc_key UNIQUE (site, loc);
+
+
+--
+-- Name: sitemap_urls sitemap_urls_videos; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_videos CHECK (((videos IS NULL) OR public.sitemap_check_videos(loc, videos))) NOT VALID;
+
+
+--
+-- Name: sitemap_changes_committed_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_changes_committed_idx ON public.sitemap_changes USING brin (committed_at);
+
+
+--
+-- Name: sitemap_clusters_problem_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_clusters_problem_idx ON public.sitemap_clusters USING btree (cluster) WHERE (problem IS NOT NULL);
+
+
+--
+-- Name: sitemap_placement_runs_ids_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placement_runs_ids_idx ON public.sitemap_placement_runs USING gist (int8range(first_id, last_id, '[]'::text));
+
+
+--
+-- Name: sitemap_placement_runs_last_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placement_runs_last_idx ON public.sitemap_placement_runs USING btree (last_id);
+
+
+--
+-- Name: sitemap_placement_runs_page_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placement_runs_page_idx ON public.sitemap_placement_runs USING btree (site, section, page);
+
+
+--
+-- Name: sitemap_placements_cluster_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placements_cluster_idx ON public.sitemap_placements USING btree (cluster) WHERE (cluster IS NOT NULL);
+
+
+--
+-- Name: sitemap_placements_page_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placements_page_idx ON public.sitemap_placements USING btree (site, section, page, id) WHERE (page IS NOT NULL);
+
+
+--
+-- Name: sitemap_placements_skipped_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placements_skipped_idx ON public.sitemap_placements USING btree (site, skip_logged) WHERE (skip_reason IS NOT NULL);
+
+
+--
+-- Name: sitemap_placements_unreported_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placements_unreported_idx ON public.sitemap_placements USING btree (id) WHERE ((skip_reason IS NOT NULL) AND (NOT skip_logged));
+
+
+--
+-- Name: sitemap_urls_change_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_urls_change_idx ON public.sitemap_urls USING btree (change_xid, id);
+
+
+--
+-- Name: sitemap_urls_cluster_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_urls_cluster_idx ON public.sitemap_urls USING btree (hreflang_cluster) WHERE (hreflang_cluster IS NOT NULL);
+
+
+--
+-- Name: sitemap_urls_news_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_urls_news_idx ON public.sitemap_urls USING btree (site, public.sitemap_news_published(news)) WHERE (news IS NOT NULL);
+
+
+--
+-- Name: sitemap_news_files sitemap_news_files_notify; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_news_files_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.sitemap_news_files FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_notify();
+
+
+--
+-- Name: sitemap_pages sitemap_pages_notify; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_pages_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.sitemap_pages FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_notify();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_after_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_after_delete AFTER DELETE ON public.sitemap_urls REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_urls_after_delete();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_after_insert; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_after_insert AFTER INSERT ON public.sitemap_urls FOR EACH ROW WHEN ((new.change_xid IS DISTINCT FROM pg_current_xact_id())) EXECUTE FUNCTION public.sitemap_urls_mark_inserted();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_after_move; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_after_move AFTER UPDATE ON public.sitemap_urls FOR EACH ROW WHEN ((((old.site IS DISTINCT FROM new.site) OR (old.section IS DISTINCT FROM new.section)) OR (old.loc IS DISTINCT FROM new.loc))) EXECUTE FUNCTION public.sitemap_urls_after_move();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_after_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_after_truncate AFTER TRUNCATE ON public.sitemap_urls FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_urls_after_truncate();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_before_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_before_update BEFORE UPDATE ON public.sitemap_urls FOR EACH ROW EXECUTE FUNCTION public.sitemap_urls_before_update();
+
+
+--
+-- PostgreSQL database dump complete
+--
