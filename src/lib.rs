@@ -42,27 +42,21 @@
 //! sort → [`store`] (one `COPY`, one writing statement).
 
 pub mod announce;
-mod cache;
 pub mod clock;
-mod codec;
 pub mod config;
 pub mod demo;
-mod folder;
+mod fold;
 pub mod http;
 pub mod ingest;
 mod metrics;
 pub mod pages;
 pub mod progress;
 mod quote;
-mod render;
 pub mod site;
 pub mod sitemap;
-pub mod skips;
 pub mod store;
-mod summaries;
 pub mod telemetry;
 pub mod tokens;
-mod warmup;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -75,8 +69,9 @@ use tokio::net::TcpListener;
 pub use http::{AppState, router as build_app};
 
 use config::Config;
-use render::RenderOptions;
-use skips::SkipLog;
+use pages::render::RenderOptions;
+use pages::skips::SkipLog;
+use pages::{cache, render, skips, summaries, warmup};
 use store::Store;
 
 /// Connections the operators' port (`metrics_listen`) serves at once: it
@@ -260,7 +255,7 @@ pub async fn serve(
         state.skip_report_interval,
     ));
     let folder = tokio::spawn(
-        folder::Folder {
+        fold::Folder {
             store: state.store.clone(),
             summaries: state.pages.summaries.clone(),
             interval: state.fold_interval,

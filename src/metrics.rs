@@ -264,7 +264,7 @@ impl Metrics {
     }
 
     /// A compressed page was answered, its bytes from `source` (a
-    /// [`Source`](crate::cache::Source)'s label).
+    /// [`Source`](crate::pages::cache::Source)'s label).
     pub fn page_served(&self, source: &'static str) {
         self.pages_served
             .get_or_create(&SourceLabels { source })

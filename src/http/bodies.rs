@@ -23,7 +23,7 @@ use flate2::bufread::GzDecoder;
 use futures_util::Stream;
 
 use super::HttpError;
-use crate::cache::{Chunks, total_len};
+use crate::pages::cache::{Chunks, total_len};
 use crate::metrics::Metrics;
 
 /// What an uncompressed stream holds besides its page: the inflater's

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::render::RenderError;
+use crate::pages::render::RenderError;
 use crate::store;
 
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,7 @@
 
 use axum::http::{HeaderMap, header};
 
-use crate::codec::Codec;
+use crate::pages::codec::Codec;
 
 /// Our preference among encodings a client accepts equally: zstd and brotli
 /// make smaller bodies than gzip, zstd at the least CPU.

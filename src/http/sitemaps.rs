@@ -17,8 +17,8 @@ use super::caching::Validators;
 use super::negotiate::negotiate;
 use super::sites::request_host;
 use super::{AppState, HttpError};
-use crate::cache::{Chunks, PageKey, Source, total_len};
-use crate::codec::{Codec, compress};
+use crate::pages::cache::{Chunks, PageKey, Source, total_len};
+use crate::pages::codec::{Codec, compress};
 use crate::metrics::{route_of, routes};
 use crate::pages::{IndexListing, digest, sitemap_lines};
 use crate::site::Site;
@@ -179,7 +179,7 @@ async fn index(
     writer.finish(&mut out);
     let body = Bytes::from(
         compress(codec, state.pages.renderer.options.gzip_level, out)
-            .map_err(crate::render::RenderError::from)?,
+            .map_err(crate::pages::render::RenderError::from)?,
     );
     let route = match encoding {
         Encoding::Gzip => routes::INDEX_GZ,

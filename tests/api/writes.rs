@@ -2,7 +2,7 @@
 //! transactions; once folded (the service does it every `fold_interval_ms`,
 //! these tests when they choose), the next request reflects every change.
 
-use sitemapd::skips;
+use sitemapd::pages::skips;
 use sitemapd::store::Turn;
 use sqlx::PgPool;
 use time::OffsetDateTime;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::store::{Retention, Store, Turn};
-use crate::summaries::Summaries;
+use crate::pages::summaries::Summaries;
 
 /// How often the feed is pruned, at most.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);

@@ -21,7 +21,7 @@ use moka::future::Cache;
 use moka::policy::EvictionPolicy;
 use time::OffsetDateTime;
 
-use crate::codec::Codec;
+use crate::pages::codec::Codec;
 
 /// A built page: the chunks its compressor produced, kept as they are.
 /// Many similar small allocations, rather than one large block per page,

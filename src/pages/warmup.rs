@@ -17,8 +17,8 @@ use time::OffsetDateTime;
 
 use std::sync::Arc;
 
-use crate::cache::PageKey;
-use crate::codec::Codec;
+use crate::pages::cache::PageKey;
+use crate::pages::codec::Codec;
 use crate::metrics::routes;
 use crate::pages::Pages;
 use crate::site::Site;

@@ -6,16 +6,23 @@
 //! (validators, encodings, status codes); the warm-up and `sitemapd robots`
 //! use it directly.
 
+pub(crate) mod cache;
+pub(crate) mod codec;
+pub(crate) mod render;
+pub mod skips;
+pub(crate) mod summaries;
+pub(crate) mod warmup;
+
 use std::sync::Arc;
 
-use crate::cache::{Chunks, PageCache, PageKey, Source};
+use crate::pages::cache::{Chunks, PageCache, PageKey, Source};
 use crate::config::Settings;
-use crate::render::{RenderError, Renderer, build_page};
+use crate::pages::render::{RenderError, Renderer, build_page};
 use crate::site::Site;
 use crate::sitemap::name::IndexFile;
 use crate::sitemap::{Encoding, IndexWriter};
 use crate::store;
-use crate::summaries::{PageSummary, Snapshot, Summaries};
+use crate::pages::summaries::{PageSummary, Snapshot, Summaries};
 
 #[derive(Debug)]
 pub struct Pages {
