@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 
 use crate::config::SITEMAP_PLACEHOLDER;
 use crate::metrics::Metrics;
-use crate::pages::Pages;
+use crate::pages::Indexes;
 use crate::site::Site;
 use crate::store::{self, Store};
 
@@ -37,7 +37,8 @@ pub struct Submitter {
     pub client: reqwest::Client,
     pub templates: Vec<String>,
     pub interval: Duration,
-    pub pages: Arc<Pages>,
+    /// What each index lists now.
+    pub index_reader: Indexes,
     pub indexes: Vec<SiteIndex>,
     pub metrics: Arc<Metrics>,
 }
@@ -118,19 +119,19 @@ impl Submitter {
         index: &SiteIndex,
     ) -> Result<(Vec<String>, Option<OffsetDateTime>), Arc<store::Error>> {
         let members: Vec<&Site> = index.members.iter().collect();
-        let listing = self.pages.index_listing(&members).await?;
+        let listing = self.index_reader.listing(&members).await?;
         let version = listing
             .listed()
             .next()
             .and_then(|_| listing.pages().map(|(_, entry)| entry.lastmod).max());
-        let files = self.pages.announced_indexes(&members).await?;
+        let files = self.index_reader.announced(&members).await?;
         let urls = files
             .iter()
             .map(|file| {
                 format!(
                     "{}{}",
                     index.site.base_url,
-                    file.file_name(self.pages.index_format)
+                    file.file_name(self.index_reader.format)
                 )
             })
             .collect();

@@ -17,8 +17,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::store::{Retention, Store, Turn};
 use crate::pages::summaries::Summaries;
+use crate::store::{Retention, Store, Turn};
 
 /// How often the feed is pruned, at most.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);

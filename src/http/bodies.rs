@@ -23,8 +23,8 @@ use flate2::bufread::GzDecoder;
 use futures_util::Stream;
 
 use super::HttpError;
-use crate::pages::cache::{Chunks, total_len};
 use crate::metrics::Metrics;
+use crate::pages::cache::{Chunks, total_len};
 
 /// What an uncompressed stream holds besides its page: the inflater's
 /// window and state, the piece it hands over, and what the connection

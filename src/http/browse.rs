@@ -21,7 +21,7 @@ use time::macros::format_description;
 
 use super::caching::Validators;
 use super::sitemaps::{NOINDEX, X_ROBOTS_TAG};
-use super::{AppState, HttpError};
+use super::{HttpError, HttpState};
 use crate::ingest::validate::check_loc;
 use crate::metrics::routes;
 use crate::site::Site;
@@ -98,7 +98,7 @@ impl Links<'_> {
 
 /// Answers one request for the view.
 pub async fn view(
-    state: &AppState,
+    state: &HttpState,
     site: &Site,
     query: ViewQuery,
     audience: Audience,
@@ -133,7 +133,7 @@ pub async fn view(
 }
 
 fn respond(
-    state: &AppState,
+    state: &HttpState,
     status: StatusCode,
     document: Markup,
     changed: Option<OffsetDateTime>,
@@ -170,7 +170,7 @@ fn respond(
 /// The site's sections and pages, the finder (with its answer, when asked),
 /// and for operators what is left out.
 async fn overview(
-    state: &AppState,
+    state: &HttpState,
     site: &Site,
     loc: Option<&str>,
     audience: Audience,
@@ -246,7 +246,7 @@ fn finder(loc: Option<&str>, links: Links<'_>) -> Markup {
 
 /// The finder's answer for `loc`: `400` for what is not a URL of the site.
 async fn find(
-    state: &AppState,
+    state: &HttpState,
     site: &Site,
     loc: &str,
     audience: Audience,
@@ -393,7 +393,7 @@ fn files(site: &Site, name: &PageName) -> Markup {
 /// One screen of a page's URLs; `404` for a page or screen that does not
 /// exist.
 async fn page_view(
-    state: &AppState,
+    state: &HttpState,
     site: &Site,
     name: &PageName,
     screen: i64,

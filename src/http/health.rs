@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 
-use super::{AppState, HttpError};
+use super::{HttpError, HttpState};
 
 /// `GET /healthz`: the process is up and serving HTTP.
 pub async fn live() -> &'static str {
@@ -10,7 +10,7 @@ pub async fn live() -> &'static str {
 }
 
 /// `GET /readyz`: the database answers, so sitemaps can be served.
-pub async fn ready(State(state): State<AppState>) -> Result<&'static str, HttpError> {
+pub async fn ready(State(state): State<HttpState>) -> Result<&'static str, HttpError> {
     state.store.ping().await?;
     Ok("ready\n")
 }

@@ -33,10 +33,11 @@ use crate::store::Store;
 
 /// What every handler shares; cheap to clone.
 #[derive(Debug, Clone)]
-pub struct AppState(Arc<App>);
+pub struct HttpState(Arc<Shared>);
 
+/// What the handlers read, and nothing else.
 #[derive(Debug)]
-pub struct App {
+pub struct Shared {
     pub store: Store,
     pub sites: Sites,
     /// The pages: summaries, cache and builds.
@@ -45,44 +46,30 @@ pub struct App {
     pub(crate) cache_max_age: u32,
     /// Sent with every `503`: when a crawler should come back.
     pub(crate) retry_after: HeaderValue,
-    /// How often rows left out of the sitemaps are looked for and logged.
-    pub(crate) skip_report_interval: std::time::Duration,
     pub(crate) metrics: Arc<Metrics>,
     /// Whether `/metrics` has a listener of its own (else it is on the main one).
     pub(crate) metrics_apart: bool,
-    /// How long in-flight responses may take to finish after shutdown begins.
-    pub(crate) shutdown_grace: std::time::Duration,
     pub(crate) api: api::ApiSettings,
     /// What response bodies in flight hold, within `response_memory_bytes`.
     pub(crate) bodies: Arc<bodies::BodyBudget>,
-    /// How often committed changes are folded into pages.
-    pub(crate) fold_interval: std::time::Duration,
-    /// What the change feed keeps.
-    pub(crate) change_log: crate::store::Retention,
-    /// How often changed pages are rebuilt in the background; `None`: never.
-    pub(crate) warm_up_interval: Option<std::time::Duration>,
-    /// The clocks and caps of client connections.
-    pub connections: connections::Limits,
-    /// Who tells search engines what changed, where configured.
-    pub announcers: crate::announce::Announcers,
 }
 
-impl AppState {
-    pub fn new(app: App) -> Self {
-        AppState(Arc::new(app))
+impl HttpState {
+    pub(crate) fn new(shared: Shared) -> Self {
+        HttpState(Arc::new(shared))
     }
 }
 
-impl std::ops::Deref for AppState {
-    type Target = App;
+impl std::ops::Deref for HttpState {
+    type Target = Shared;
 
-    fn deref(&self) -> &App {
+    fn deref(&self) -> &Shared {
         &self.0
     }
 }
 
 /// The service's routes with their shared layers.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: HttpState) -> Router {
     let mut router = health_routes();
     if !state.metrics_apart {
         router = router.route("/metrics", get(metrics));
@@ -116,7 +103,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// `/healthz` and `/readyz`, which every listener answers.
-fn health_routes() -> Router<AppState> {
+fn health_routes() -> Router<HttpState> {
     Router::new()
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
@@ -125,7 +112,7 @@ fn health_routes() -> Router<AppState> {
 /// The operators' port (`metrics_listen`): `/metrics`, the HTML view with
 /// what is left out of the sitemaps (`/sitemaps.html?site=NAME`), and the
 /// health checks, which answer there however busy the public port is.
-pub fn metrics_router(state: AppState) -> Router {
+pub fn metrics_router(state: HttpState) -> Router {
     health_routes()
         .route("/metrics", get(metrics))
         .route(crate::metrics::routes::HTML_VIEW, get(operators_view))
@@ -138,13 +125,13 @@ pub fn metrics_router(state: AppState) -> Router {
 
 /// What a connection past `max_connections` is answered: the health checks
 /// as ever, so probes get through a flood, and `503` for anything else.
-pub fn overflow_router(state: AppState) -> Router {
+pub fn overflow_router(state: HttpState) -> Router {
     public_layers(health_routes().fallback(too_many_connections), &state).with_state(state)
 }
 
 /// What every response on the public port goes through: `Host` checked,
 /// counted by route and status, `Retry-After` on every `503`.
-fn public_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
+fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpState> {
     router
         .layer(axum::middleware::from_fn(require_valid_host))
         .layer(axum::middleware::from_fn_with_state(
@@ -171,7 +158,7 @@ async fn require_valid_host(request: Request, next: axum::middleware::Next) -> R
     }
 }
 
-async fn too_many_connections(State(state): State<AppState>) -> Response {
+async fn too_many_connections(State(state): State<HttpState>) -> Response {
     state.metrics.response_refused("connections");
     (
         StatusCode::SERVICE_UNAVAILABLE,
@@ -187,7 +174,7 @@ async fn too_many_connections(State(state): State<AppState>) -> Response {
 /// The HTML view for operators: any site's, by name (default: the primary
 /// one), with the rows left out and why.
 async fn operators_view(
-    State(state): State<AppState>,
+    State(state): State<HttpState>,
     headers: axum::http::HeaderMap,
     axum::extract::Query(query): axum::extract::Query<browse::ViewQuery>,
 ) -> Result<Response, HttpError> {
@@ -212,7 +199,7 @@ async fn operators_view(
     .await
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+async fn metrics(State(state): State<HttpState>) -> Response {
     let pool = state.store.pool();
     let (skipped, cluster_problems) = tokio::join!(
         tokio::time::timeout(
@@ -237,7 +224,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 async fn count_request(
-    State(state): State<AppState>,
+    State(state): State<HttpState>,
     request: Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -247,7 +234,7 @@ async fn count_request(
     response
 }
 
-async fn add_retry_after(State(state): State<AppState>, mut response: Response) -> Response {
+async fn add_retry_after(State(state): State<HttpState>, mut response: Response) -> Response {
     if response.status() == StatusCode::SERVICE_UNAVAILABLE {
         response
             .headers_mut()

@@ -16,10 +16,10 @@ use super::browse::{self, Audience, Links, ViewQuery};
 use super::caching::Validators;
 use super::negotiate::negotiate;
 use super::sites::request_host;
-use super::{AppState, HttpError};
+use super::{HttpError, HttpState};
+use crate::metrics::{route_of, routes};
 use crate::pages::cache::{Chunks, PageKey, Source, total_len};
 use crate::pages::codec::{Codec, compress};
-use crate::metrics::{route_of, routes};
 use crate::pages::{IndexListing, digest, sitemap_lines};
 use crate::site::Site;
 use crate::sitemap::name::IndexFile;
@@ -39,7 +39,7 @@ const VARY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("accept-encod
 /// path, then to its index, one of its pages, or the host's robots.txt. The
 /// path is used raw, not percent-decoded, so each document has one URL.
 pub async fn dispatch(
-    State(state): State<AppState>,
+    State(state): State<HttpState>,
     method: Method,
     headers: HeaderMap,
     uri: Uri,
@@ -98,17 +98,17 @@ pub async fn dispatch(
 /// among the pages up to its last. An emptied page shifts later entries
 /// between files, so every file is versioned by the site's newest change.
 async fn index(
-    state: &AppState,
+    state: &HttpState,
     site: &Site,
     file: IndexFile,
     encoding: Encoding,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
     let members = state.sites.index_members(site);
-    let listing = state.pages.index_listing(&members).await?;
+    let listing = state.pages.indexes.listing(&members).await?;
     let capacity = listing.capacity;
     let chunks = listing.chunks();
-    let nested = state.pages.nested_index && chunks > 1;
+    let nested = state.pages.indexes.nested && chunks > 1;
     let chunk = match (file, nested) {
         (IndexFile::Root, true) => None,
         (IndexFile::Root, false) => Some(1),
@@ -242,7 +242,7 @@ fn set_content_encoding(headers: &mut HeaderMap, codec: Codec) {
 /// is a gzip *file*: it carries no `Content-Encoding`, which would make
 /// clients decompress it behind the crawler's back.
 async fn page(
-    state: &AppState,
+    state: &HttpState,
     site: &Site,
     name: PageName,
     encoding: Encoding,
@@ -327,7 +327,7 @@ async fn page(
     Ok(response)
 }
 
-fn page_validators(state: &AppState, changed: OffsetDateTime, representation: &str) -> Validators {
+fn page_validators(state: &HttpState, changed: OffsetDateTime, representation: &str) -> Validators {
     let version = changed.unix_timestamp_nanos() as u128 / 1000;
     Validators::new(
         version,
@@ -340,7 +340,7 @@ fn page_validators(state: &AppState, changed: OffsetDateTime, representation: &s
 /// in a browser sees a table rather than raw XML.
 const STYLESHEET: &str = include_str!("assets/sitemap.xsl");
 
-fn stylesheet(state: &AppState, request: &HeaderMap) -> Response {
+fn stylesheet(state: &HttpState, request: &HeaderMap) -> Response {
     let validators = Validators::new(
         u128::from(crc32fast::hash(STYLESHEET.as_bytes())),
         "xsl",
@@ -359,7 +359,7 @@ fn stylesheet(state: &AppState, request: &HeaderMap) -> Response {
 /// host that configures one) followed by a `Sitemap:` line for the index of
 /// every site on the host.
 async fn robots(
-    state: &AppState,
+    state: &HttpState,
     host: Option<&str>,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
@@ -370,8 +370,8 @@ async fn robots(
     let mut lines = Vec::new();
     for site in sites.iter().filter(|site| !state.sites.is_held(site)) {
         let members = state.sites.index_members(site);
-        let files = state.pages.announced_indexes(&members).await?;
-        lines.extend(sitemap_lines(site, &files, state.pages.index_format));
+        let files = state.pages.indexes.announced(&members).await?;
+        lines.extend(sitemap_lines(site, &files, state.pages.indexes.format));
     }
     let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
     let body = robots_txt(operator, &lines);
@@ -387,7 +387,7 @@ async fn robots(
 
 /// An IndexNow key file: the key itself, which engines fetch to check that
 /// whoever sends a site's URLs controls the site.
-fn indexnow_key_file(state: &AppState, key: &str, request: &HeaderMap) -> Response {
+fn indexnow_key_file(state: &HttpState, key: &str, request: &HeaderMap) -> Response {
     state.metrics.body_bytes(routes::INDEXNOW_KEY, key.len());
     let validators = Validators::new(u128::from(crc32fast::hash(key.as_bytes())), "key", None);
     if validators.client_is_current(request) {

@@ -8,6 +8,7 @@
 
 pub(crate) mod cache;
 pub(crate) mod codec;
+mod indexes;
 pub(crate) mod render;
 pub mod skips;
 pub(crate) mod summaries;
@@ -15,14 +16,16 @@ pub(crate) mod warmup;
 
 use std::sync::Arc;
 
-use crate::pages::cache::{Chunks, PageCache, PageKey, Source};
+pub use indexes::{IndexListing, Indexes};
+
 use crate::config::Settings;
+use crate::pages::cache::{Chunks, PageCache, PageKey, Source};
 use crate::pages::render::{RenderError, Renderer, build_page};
+use crate::pages::summaries::{PageSummary, Summaries};
 use crate::site::Site;
+use crate::sitemap::Encoding;
 use crate::sitemap::name::IndexFile;
-use crate::sitemap::{Encoding, IndexWriter};
 use crate::store;
-use crate::pages::summaries::{PageSummary, Snapshot, Summaries};
 
 #[derive(Debug)]
 pub struct Pages {
@@ -32,23 +35,11 @@ pub struct Pages {
     pub(crate) cache: PageCache,
     /// Digest of the settings that shape a page's bytes, for its ETag.
     pub(crate) fingerprint: String,
-    /// Sitemaps listed per index file.
-    pub(crate) max_index_entries: usize,
-    /// The byte limit every document keeps, index files included.
-    pub(crate) max_index_bytes: u64,
-    /// Whether an index split in several is served as an index of them.
-    pub(crate) nested_index: bool,
-    /// How the index files are named where they are announced (robots.txt,
-    /// `sitemapd robots`): `.xml` or `.xml.gz` (`index_format`).
-    pub index_format: Encoding,
+    /// What the index files list.
+    pub indexes: Indexes,
 }
 
 impl Pages {
-    /// Every page of `site`, emptied ones included, in index order.
-    pub async fn of(&self, site: &Site) -> Result<Snapshot, Arc<store::Error>> {
-        self.summaries.of(&self.renderer.store, &site.name).await
-    }
-
     /// One page's summary, if the index lists it.
     pub async fn summary(
         &self,
@@ -74,82 +65,6 @@ impl Pages {
                 build_page(self.renderer.clone(), key.clone(), route)
             })
             .await
-    }
-
-    /// What an index of `members` lists now: their summaries as the cache
-    /// holds them (shared, not copied), and how many pages one index file
-    /// takes.
-    pub async fn index_listing<'a>(
-        &self,
-        members: &[&'a Site],
-    ) -> Result<IndexListing<'a>, Arc<store::Error>> {
-        let mut snapshots = Vec::with_capacity(members.len());
-        for site in members {
-            snapshots.push((*site, self.of(site).await?));
-        }
-        Ok(IndexListing {
-            snapshots,
-            capacity: self.index_capacity(members),
-        })
-    }
-
-    /// The index files robots.txt names for an index of `members`: each
-    /// that lists pages, or, with `nested_index` and more than one, the
-    /// root that lists them.
-    pub async fn announced_indexes(
-        &self,
-        members: &[&Site],
-    ) -> Result<Vec<IndexFile>, Arc<store::Error>> {
-        let chunks = self.index_listing(members).await?.chunks();
-        Ok(if self.nested_index && chunks > 1 {
-            vec![IndexFile::Root]
-        } else {
-            (1..=chunks).map(IndexFile::of_chunk).collect()
-        })
-    }
-
-    /// How many pages one index file of `members` lists: `max_index_entries`,
-    /// or fewer when that many entries under the longest of their base URLs
-    /// would pass `max_bytes`.
-    fn index_capacity(&self, members: &[&Site]) -> usize {
-        members
-            .iter()
-            .map(|site| IndexWriter::capacity(&site.base_url, self.max_index_bytes))
-            .min()
-            .unwrap_or(self.max_index_entries)
-            .min(self.max_index_entries)
-            .max(1)
-    }
-}
-
-/// The pages an index of several sites lists, site by site, each site's in
-/// index order.
-#[derive(Debug)]
-pub struct IndexListing<'a> {
-    snapshots: Vec<(&'a Site, Snapshot)>,
-    /// Pages one index file lists at most.
-    pub capacity: usize,
-}
-
-impl IndexListing<'_> {
-    /// Every page, emptied ones included (they still move lastmods), with
-    /// its site.
-    pub fn pages(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
-        self.snapshots
-            .iter()
-            .flat_map(|(site, snapshot)| snapshot.iter().map(move |entry| (*site, entry)))
-    }
-
-    /// The pages an index lists: the non-empty ones, and a site's first
-    /// news sitemap, empty or not.
-    pub fn listed(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
-        self.pages().filter(|(_, entry)| entry.listed)
-    }
-
-    /// Into how many index files of [`IndexListing::capacity`] pages the
-    /// listed pages split (one at least).
-    pub fn chunks(&self) -> usize {
-        self.listed().count().div_ceil(self.capacity).max(1)
     }
 }
 

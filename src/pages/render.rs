@@ -14,13 +14,13 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::metrics::Metrics;
 use crate::pages::cache::PageKey;
 use crate::pages::codec::{CHUNK_BYTES, Sink};
-use crate::metrics::Metrics;
+use crate::pages::skips::SkipLog;
 use crate::sitemap::extensions::{Alternates, Image, News, Video};
 use crate::sitemap::name::NEWS_SECTION;
 use crate::sitemap::{Extensions, LimitExceeded, Namespaces, UrlEntry, UrlsetWriter};
-use crate::pages::skips::SkipLog;
 use crate::store::Store;
 
 /// Why a page could not be (completely) rendered.

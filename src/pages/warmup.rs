@@ -17,10 +17,10 @@ use time::OffsetDateTime;
 
 use std::sync::Arc;
 
-use crate::pages::cache::PageKey;
-use crate::pages::codec::Codec;
 use crate::metrics::routes;
 use crate::pages::Pages;
+use crate::pages::cache::PageKey;
+use crate::pages::codec::Codec;
 use crate::site::Site;
 
 /// Pages rebuilt per round at most: enough for ordinary writes, bounded for

@@ -285,7 +285,7 @@ async fn past_max_connections_health_still_answers_and_the_rest_get_503(pool: Pg
 
     // Fill the overflow too: the next connection is answered and closed at
     // once, while the operators' port answers as ever.
-    let overflow = app.state.connections.overflow_connections;
+    let overflow = app.overflow_connections;
     for _ in 0..overflow {
         held.push(TcpStream::connect(app.addr).await.expect("connect"));
     }

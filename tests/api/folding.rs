@@ -546,16 +546,17 @@ async fn prepared_without_a_service(
     pool: &PgPool,
     configure: impl FnOnce(&mut sitemapd::config::Settings),
 ) -> (
-    sitemapd::AppState,
+    sitemapd::http::HttpState,
     sqlx::pool::PoolConnection<sqlx::Postgres>,
 ) {
     let mut settings = sitemapd::config::Settings::defaults();
     settings.base_url = BASE_URL.into();
     configure(&mut settings);
     let config = sitemapd::config::Config::new(settings).expect("valid settings");
-    let state = sitemapd::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
+    let app = sitemapd::App::prepare(sitemapd::store::Store::from_pool(pool.clone()), &config)
         .await
         .expect("prepared");
+    let state = app.state().clone();
     let mut folder = pool.acquire().await.expect("connection");
     exec_on(&mut folder, "SET stats_fetch_consistency = none").await;
     (state, folder)

@@ -9,11 +9,12 @@ use std::process::Command;
 
 use flate2::read::GzDecoder;
 use serde::Deserialize;
+use sitemapd::App;
 use sitemapd::clock::Clock;
 use sitemapd::config::{Config, Settings};
-use sitemapd::store::Store;
-use sitemapd::AppState;
+use sitemapd::http::HttpState;
 use sitemapd::pages::skips;
+use sitemapd::store::Store;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -25,7 +26,9 @@ pub struct TestApp {
     /// Where `/metrics` listens when `metrics_listen` is set.
     pub metrics_addr: Option<SocketAddr>,
     pub pool: PgPool,
-    pub state: AppState,
+    pub state: HttpState,
+    /// Connections past `max_connections` that are still answered once.
+    pub overflow_connections: usize,
     pub settings: Settings,
     /// The service's clock: moving it rolls the news window.
     pub clock: Clock,
@@ -65,9 +68,11 @@ impl TestApp {
         configure(&mut settings);
         let config = Config::new(settings.clone()).expect("test settings are valid");
         let clock = Clock::system();
-        let state = sitemapd::prepare(store.with_clock(clock.clone()), &config)
+        let app = App::prepare(store.with_clock(clock.clone()), &config)
             .await
             .expect("service prepares");
+        let state = app.state().clone();
+        let overflow_connections = app.connection_limits().overflow_connections;
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
@@ -80,19 +85,15 @@ impl TestApp {
             .as_ref()
             .map(|l| l.local_addr().expect("bound address"));
         let (shutdown, stop) = oneshot::channel::<()>();
-        let server = tokio::spawn(sitemapd::serve(
-            listener,
-            metrics_listener,
-            state.clone(),
-            async {
-                let _ = stop.await;
-            },
-        ));
+        let server = tokio::spawn(app.serve(listener, metrics_listener, async {
+            let _ = stop.await;
+        }));
         TestApp {
             addr,
             metrics_addr,
             pool,
             state,
+            overflow_connections,
             settings,
             clock,
             client: client(),

@@ -25,7 +25,7 @@ use utoipa::{IntoParams, OpenApi};
 pub use model::ApiDoc;
 use model::{DeleteSummary, RecordView, Stats, WriteSummary};
 
-use super::AppState;
+use super::HttpState;
 use super::error::{HttpError, Problem, RecordError};
 use crate::ingest::batch::{self, BatchError, RecordKey};
 use crate::ingest::formats::Position;
@@ -50,7 +50,7 @@ pub struct ApiSettings {
 
 /// `/api/v1/…`: the operations when tokens are configured, else a `404`
 /// saying how to turn the API on.
-pub fn router(state: &AppState) -> Router<AppState> {
+pub fn router(state: &HttpState) -> Router<HttpState> {
     if state.api.tokens.is_empty() {
         return Router::new().route("/api/v1/{*rest}", any(api_off));
     }
@@ -95,7 +95,7 @@ pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 async fn require_token(
-    State(state): State<AppState>,
+    State(state): State<HttpState>,
     request: Request,
     next: Next,
 ) -> Result<Response, HttpError> {
@@ -129,7 +129,7 @@ async fn openapi() -> Response {
     )
 )]
 async fn put_urls(
-    State(state): State<AppState>,
+    State(state): State<HttpState>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<WriteSummary>, HttpError> {
@@ -143,7 +143,7 @@ async fn put_urls(
 /// summaries before any notification: the next request sees the write. A
 /// fold that fails leaves the write to the next round (it is committed, so
 /// the request still succeeds).
-async fn show_at_once(state: &AppState) {
+async fn show_at_once(state: &HttpState) {
     if let Err(error) = state.store.fold(Turn::Wait).await {
         tracing::warn!(%error, "could not fold a write at once; the next round will");
     }
@@ -169,7 +169,7 @@ async fn show_at_once(state: &AppState) {
     )
 )]
 async fn delete_urls(
-    State(state): State<AppState>,
+    State(state): State<HttpState>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<DeleteSummary>, HttpError> {
@@ -210,7 +210,7 @@ struct Lookup {
     )
 )]
 async fn get_url(
-    State(state): State<AppState>,
+    State(state): State<HttpState>,
     lookup: Result<Query<Lookup>, QueryRejection>,
 ) -> Result<Json<RecordView>, HttpError> {
     let Query(lookup) = lookup.map_err(|e| {
@@ -253,7 +253,7 @@ async fn get_url(
         (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
     )
 )]
-async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, HttpError> {
+async fn stats(State(state): State<HttpState>) -> Result<Json<Stats>, HttpError> {
     let (sites, clusters) = state.store.stats().await?;
     Ok(Json(Stats::new(sites, clusters, |site, section, page| {
         page_url(&state, site, section, page)
@@ -262,7 +262,7 @@ async fn stats(State(state): State<AppState>) -> Result<Json<Stats>, HttpError> 
 
 /// The absolute URL of a page (only its file name for a site that is no
 /// longer configured).
-fn page_url(state: &AppState, site: &str, section: &str, page: i32) -> String {
+fn page_url(state: &HttpState, site: &str, section: &str, page: i32) -> String {
     let name = PageName {
         section: section.to_owned(),
         page,
@@ -278,7 +278,7 @@ fn page_url(state: &AppState, site: &str, section: &str, page: i32) -> String {
 
 /// The body's records, every one valid, or the problem to answer with.
 async fn read_records<T>(
-    state: &AppState,
+    state: &HttpState,
     headers: &HeaderMap,
     body: Body,
     shape: &str,
@@ -308,7 +308,7 @@ where
 }
 
 fn validate(
-    state: &AppState,
+    state: &HttpState,
     elements: Vec<(
         Position,
         Result<RawRecord, crate::ingest::validate::FieldError>,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{HumanCount, ProgressBar, ProgressStyle};
 
-use crate::ingest::import::Progress;
+use sitemapd::ingest::import::Progress;
 
 /// Records between two count lines when standard error is not a terminal.
 const RECORDS_PER_LINE: u64 = 100_000;
@@ -25,7 +25,7 @@ fn terminal() -> bool {
 }
 
 /// `demo`: rows written out of `total`.
-pub fn rows(total: u64) -> impl FnMut(u64) {
+pub(super) fn rows(total: u64) -> impl FnMut(u64) {
     let bar = terminal().then(|| {
         ProgressBar::new(total).with_style(style(
             "[{bar:30}] {human_pos}/{human_len} rows ({per_sec:0}, {eta} left)",
@@ -45,7 +45,7 @@ pub fn rows(total: u64) -> impl FnMut(u64) {
 
 /// `import`: bytes of the file read (a bar when its size is known, a
 /// spinner otherwise) and records read.
-pub fn import() -> impl Fn(Progress) + Send + Sync + 'static {
+pub(super) fn import() -> impl Fn(Progress) + Send + Sync + 'static {
     let bar = terminal().then(|| {
         ProgressBar::new_spinner()
             .with_style(style(

@@ -1,0 +1,356 @@
+//! The composition root: builds the service from its configuration, then
+//! runs it: the listeners, and the background tasks beside them (the fold
+//! loop, the summaries' listener, the skip reporter, the warm-up and the
+//! announcers), which start with [`App::serve`] and stop with it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderValue;
+use futures_util::FutureExt;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::announce::{self, Announcers};
+use crate::config::Config;
+use crate::fold::Folder;
+use crate::http::{self, HttpState, Sites, connections};
+use crate::metrics::Metrics;
+use crate::pages::render::{BuildSlots, RenderOptions, Renderer};
+use crate::pages::skips::{self, SkipLog};
+use crate::pages::summaries::{self, Summaries};
+use crate::pages::{Indexes, Pages, cache::PageCache, fingerprint, warmup};
+use crate::sitemap;
+use crate::store::{self, Retention, Store, Turn};
+
+/// Connections the operators' port (`metrics_listen`) serves at once: it
+/// answers scrapers and probes, not the public.
+const OPERATOR_CONNECTIONS: usize = 64;
+
+/// Connections the IndexNow pusher and the index submitter share: one each.
+const ANNOUNCER_CONNECTIONS: u32 = 2;
+
+/// The service, built and ready to serve.
+#[derive(Debug)]
+pub struct App {
+    state: HttpState,
+    folder: Folder,
+    /// How often rows left out of the sitemaps are looked for and logged.
+    skip_report_interval: Duration,
+    /// How often changed pages are rebuilt in the background; `None`: never.
+    warm_up_interval: Option<Duration>,
+    announcers: Announcers,
+    /// The clocks and caps of client connections.
+    connections: connections::Limits,
+    /// How long in-flight responses may take to finish after shutdown begins.
+    shutdown_grace: Duration,
+}
+
+/// Applies the configuration to the schema: page limits, the sites' base
+/// URLs. What every command that reads or writes rows does first.
+pub async fn apply_config(store: &Store, config: &Config) -> Result<(), store::Error> {
+    let settings = &config.settings;
+    let entry_budget = settings.max_bytes - sitemap::DOCUMENT_RESERVE;
+    store
+        .configure(&config.sites, settings.max_urls, entry_budget)
+        .await
+}
+
+/// The index files' reader, with summaries of its own that are read afresh
+/// each time: what a command that only names index files needs.
+pub fn indexes(store: Store, config: &Config) -> Indexes {
+    Indexes::new(
+        store,
+        Arc::new(Summaries::new(Duration::ZERO)),
+        &config.settings,
+    )
+}
+
+/// The sites as served, `strict_host` and `proxy_strips_prefix` applied.
+pub fn sites(config: &Config) -> Sites {
+    let settings = &config.settings;
+    Sites::new(
+        config.sites.clone(),
+        settings.strict_host,
+        settings.proxy_strips_prefix,
+    )
+}
+
+impl App {
+    /// Applies the configuration to the schema, places what was committed
+    /// before the start, and builds the service.
+    pub async fn prepare(store: Store, config: &Config) -> Result<App, store::Error> {
+        let settings = &config.settings;
+        let store = store
+            .with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms))
+            .with_fold_batch_rows(settings.fold_batch_rows);
+        apply_config(&store, config).await?;
+        // Serve from the first request what was committed before the start.
+        store.fold(Turn::Wait).await?;
+        let metrics = Arc::new(Metrics::default());
+        let pages = Arc::new(pages(&store, config, &metrics));
+        let sites = sites(config);
+        let announcers = announcers_with(&store, config, &sites, &pages.indexes, &metrics).await?;
+        let folder = Folder {
+            store: store.clone(),
+            summaries: pages.summaries.clone(),
+            interval: Duration::from_millis(settings.fold_interval_ms),
+            retention: Retention {
+                max_age: settings.change_log_retention,
+                max_rows: settings.change_log_max_rows,
+            },
+        };
+        let state = HttpState::new(http::Shared {
+            store,
+            pages,
+            sites,
+            cache_max_age: settings.cache_max_age_seconds,
+            retry_after: HeaderValue::from(settings.retry_after_seconds),
+            bodies: http::bodies::BodyBudget::new(settings.response_memory_bytes, metrics.clone()),
+            metrics,
+            metrics_apart: settings.metrics_listen.is_some(),
+            api: http::api::ApiSettings {
+                tokens: config.tokens.clone(),
+                max_body_bytes: usize::try_from(settings.api_max_body_bytes).unwrap_or(usize::MAX),
+                max_records: settings.api_max_records as usize,
+            },
+        });
+        Ok(App {
+            state,
+            folder,
+            skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
+            warm_up_interval: (settings.warm_up_interval_ms > 0)
+                .then(|| Duration::from_millis(settings.warm_up_interval_ms)),
+            announcers,
+            connections: connections::Limits {
+                header_read_timeout: Duration::from_millis(settings.header_read_timeout_ms),
+                keep_alive_timeout: Duration::from_millis(settings.keep_alive_timeout_ms),
+                write_stall_timeout: Duration::from_millis(settings.write_stall_timeout_ms),
+                max_connections: settings.max_connections as usize,
+                overflow_connections: (settings.max_connections as usize / 16).clamp(8, 256),
+            },
+            shutdown_grace: Duration::from_secs(settings.shutdown_grace_seconds),
+        })
+    }
+
+    /// What the routes share.
+    pub fn state(&self) -> &HttpState {
+        &self.state
+    }
+
+    /// The clocks and caps of client connections.
+    pub fn connection_limits(&self) -> &connections::Limits {
+        &self.connections
+    }
+
+    /// Serves until `shutdown` resolves, then stops accepting connections and
+    /// lets in-flight responses finish for up to the configured grace
+    /// period, after which it returns even if some are unfinished (the
+    /// binary then exits, which closes them). `/metrics` is served on
+    /// `metrics_listener` when given (see `metrics_listen`). The background
+    /// tasks run while it serves, and are stopped and awaited before it
+    /// returns.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        metrics_listener: Option<TcpListener>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let shutdown = shutdown.shared();
+        let tasks = TaskTracker::new();
+        let stop = CancellationToken::new();
+        self.start_background(&tasks, &stop);
+        let state = self.state;
+        let limits = self
+            .connections
+            .fit_open_files(connections::open_files_limit());
+        let operators = metrics_listener.map(|listener| {
+            tokio::spawn(connections::serve(
+                listener,
+                http::metrics_router(state.clone()),
+                http::metrics_router(state.clone()),
+                connections::Limits {
+                    max_connections: OPERATOR_CONNECTIONS,
+                    overflow_connections: 0,
+                    ..limits.clone()
+                },
+                state.metrics.clone(),
+                shutdown.clone(),
+            ))
+        });
+        let grace = self.shutdown_grace;
+        let server = connections::serve(
+            listener,
+            http::router(state.clone()),
+            http::overflow_router(state.clone()),
+            limits,
+            state.metrics.clone(),
+            shutdown.clone(),
+        );
+        let grace_over = async {
+            shutdown.await;
+            tokio::time::sleep(grace).await;
+        };
+        let served = tokio::select! {
+            served = server => served,
+            () = grace_over => {
+                tracing::warn!(grace_seconds = grace.as_secs(), "grace period over: leaving unfinished responses");
+                Ok(())
+            }
+        };
+        stop.cancel();
+        tasks.close();
+        tasks.wait().await;
+        if let Some(operators) = operators {
+            operators.await.map_err(std::io::Error::other)??;
+        }
+        served
+    }
+
+    /// Starts every background task on `tasks`, each to end when `stop` is
+    /// cancelled.
+    fn start_background(&self, tasks: &TaskTracker, stop: &CancellationToken) {
+        let start = |task: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>| {
+            let stop = stop.clone();
+            tasks.spawn(async move {
+                stop.run_until_cancelled(task).await;
+            });
+        };
+        let state = &self.state;
+        start(Box::pin(skips::report_periodically(
+            state.store.clone(),
+            self.skip_report_interval,
+        )));
+        start(Box::pin(self.folder.clone().run()));
+        if let Some(pusher) = self.announcers.indexnow.clone() {
+            start(Box::pin(pusher.run()));
+        }
+        if let Some(submitter) = self.announcers.submitter.clone() {
+            start(Box::pin(submitter.run()));
+        }
+        if !state.pages.summaries.is_disabled() {
+            start(Box::pin(summaries::listen(
+                state.store.clone(),
+                state.pages.summaries.clone(),
+            )));
+        }
+        if let Some(interval) = self.warm_up_interval {
+            start(Box::pin(warmup::run(
+                state.pages.clone(),
+                state.sites.all().to_vec(),
+                interval,
+            )));
+        }
+    }
+}
+
+/// The page service: summaries, cache and builds, as the settings shape them.
+fn pages(store: &Store, config: &Config, metrics: &Arc<Metrics>) -> Pages {
+    let settings = &config.settings;
+    let fingerprint = fingerprint(settings);
+    let summaries = Arc::new(Summaries::new(Duration::from_millis(
+        settings.summary_max_age_ms,
+    )));
+    Pages {
+        renderer: Renderer {
+            store: store.clone(),
+            options: RenderOptions {
+                max_urls: settings.max_urls,
+                max_bytes: settings.max_bytes,
+                gzip_level: settings.gzip_level,
+                lastmod_fallback: settings.lastmod_fallback,
+            },
+            skips: Arc::new(SkipLog::default()),
+            metrics: metrics.clone(),
+            slots: BuildSlots::new(
+                settings.max_concurrent_builds as usize,
+                Duration::from_millis(settings.build_wait_ms),
+            ),
+        },
+        indexes: Indexes::new(store.clone(), summaries.clone(), settings),
+        summaries,
+        // Pages built under other settings are other bytes: kept apart.
+        cache: PageCache::new(
+            settings.page_cache_bytes,
+            settings
+                .page_cache_dir
+                .as_ref()
+                .map(|dir| dir.join(&fingerprint)),
+        ),
+        fingerprint,
+    }
+}
+
+/// The announcers alone, for `sitemapd submit`: the index files read
+/// afresh, and metrics nobody scrapes.
+pub async fn announcers(store: &Store, config: &Config) -> Result<Announcers, store::Error> {
+    announcers_with(
+        store,
+        config,
+        &sites(config),
+        &indexes(store.clone(), config),
+        &Arc::new(Metrics::default()),
+    )
+    .await
+}
+
+/// The IndexNow pusher (sites with a key, each cursor started at the
+/// feed's end the first time) and the index submitter (when `submit_urls`
+/// has templates).
+async fn announcers_with(
+    store: &Store,
+    config: &Config,
+    sites: &Sites,
+    indexes: &Indexes,
+    metrics: &Arc<Metrics>,
+) -> Result<Announcers, store::Error> {
+    let settings = &config.settings;
+    let targets: Vec<_> = config
+        .sites
+        .iter()
+        .filter_map(|site| {
+            announce::indexnow::Target::of(site, &config.sites, settings.proxy_strips_prefix)
+        })
+        .collect();
+    if targets.is_empty() && settings.submit_urls.is_empty() {
+        return Ok(Announcers::default());
+    }
+    // Each sender holds a connection while it waits for an engine's answer,
+    // up to the request timeout: they get their own, not the service's.
+    let store = &store.with_own_pool(ANNOUNCER_CONNECTIONS);
+    for target in &targets {
+        store.start_indexnow(&target.site).await?;
+    }
+    let client = announce::client();
+    let indexnow = (!targets.is_empty()).then(|| announce::indexnow::Pusher {
+        store: store.clone(),
+        client: client.clone(),
+        endpoint: settings.indexnow_endpoint.clone(),
+        batch_delay: Duration::from_millis(settings.indexnow_batch_delay_ms),
+        targets,
+        metrics: metrics.clone(),
+    });
+    let submitter = (!settings.submit_urls.is_empty()).then(|| announce::submit::Submitter {
+        store: store.clone(),
+        client,
+        templates: settings.submit_urls.clone(),
+        interval: Duration::from_secs(settings.submit_interval_seconds),
+        index_reader: indexes.clone(),
+        indexes: sites
+            .all()
+            .iter()
+            .filter(|site| !sites.is_held(site))
+            .map(|site| announce::submit::SiteIndex {
+                site: site.clone(),
+                members: sites.index_members(site).into_iter().cloned().collect(),
+            })
+            .collect(),
+        metrics: metrics.clone(),
+    });
+    Ok(Announcers {
+        indexnow,
+        submitter,
+    })
+}
