@@ -2,7 +2,7 @@
 """Crawl benchmark: fetch every page a running sitemapd lists, as a crawler
 does, and time `gzip -6` alone on the same uncompressed bytes in the same run.
 
-Usage (see README, "Benchmarks"):
+Usage (see BENCHMARKS.md, "Rerunning"):
     sitemapd demo --urls 1000000 && sitemapd serve &
     scripts/bench_crawl.py http://127.0.0.1:8080 --rounds 5
 
