@@ -406,22 +406,22 @@ fn tier(overflow: bool) -> TierLabels {
 }
 
 /// Route templates: the one set of labels that logs and metrics both use.
-pub mod routes {
-    pub const INDEX: &str = "/sitemap_index.xml";
-    pub const INDEX_GZ: &str = "/sitemap_index.xml.gz";
-    pub const PAGE_GZ: &str = "/sitemap-{n}.xml.gz";
-    pub const PAGE_XML: &str = "/sitemap-{n}.xml";
-    pub const NEWS_GZ: &str = "/sitemap_news.xml.gz";
-    pub const NEWS_XML: &str = "/sitemap_news.xml";
-    pub const ROBOTS: &str = "/robots.txt";
-    pub const STYLESHEET: &str = "/sitemap.xsl";
-    pub const HTML_VIEW: &str = "/sitemaps.html";
-    pub const INDEXNOW_KEY: &str = "/{key}.txt";
+pub(crate) mod routes {
+    pub(crate) const INDEX: &str = "/sitemap_index.xml";
+    pub(crate) const INDEX_GZ: &str = "/sitemap_index.xml.gz";
+    pub(crate) const PAGE_GZ: &str = "/sitemap-{n}.xml.gz";
+    pub(crate) const PAGE_XML: &str = "/sitemap-{n}.xml";
+    pub(crate) const NEWS_GZ: &str = "/sitemap_news.xml.gz";
+    pub(crate) const NEWS_XML: &str = "/sitemap_news.xml";
+    pub(crate) const ROBOTS: &str = "/robots.txt";
+    pub(crate) const STYLESHEET: &str = "/sitemap.xsl";
+    pub(crate) const HTML_VIEW: &str = "/sitemaps.html";
+    pub(crate) const INDEXNOW_KEY: &str = "/{key}.txt";
 }
 
 /// The route template a request path belongs to, as a label: a handful of
 /// values, never the raw path.
-pub fn route_of(path: &str) -> &'static str {
+pub(crate) fn route_of(path: &str) -> &'static str {
     let file = path.rsplit('/').next().unwrap_or_default();
     match path {
         "/healthz" => "/healthz",

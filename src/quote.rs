@@ -3,7 +3,7 @@
 
 /// A value cut for a log line or an error message: long enough to
 /// recognise, never a flood.
-pub fn truncated(value: &str, max_chars: usize) -> String {
+pub(crate) fn truncated(value: &str, max_chars: usize) -> String {
     match value.char_indices().nth(max_chars) {
         Some((cut, _)) => format!("{}…", &value[..cut]),
         None => value.to_owned(),
@@ -11,4 +11,4 @@ pub fn truncated(value: &str, max_chars: usize) -> String {
 }
 
 /// How much of a loc log lines quote.
-pub const LOGGED_LOC_CHARS: usize = 200;
+pub(crate) const LOGGED_LOC_CHARS: usize = 200;

@@ -28,7 +28,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// What the loop needs.
 #[derive(Debug, Clone)]
-pub struct Folder {
+pub(crate) struct Folder {
     pub store: Store,
     pub summaries: Arc<Summaries>,
     pub interval: Duration,
@@ -37,7 +37,7 @@ pub struct Folder {
 
 impl Folder {
     /// Folds every `interval` until aborted.
-    pub async fn run(self) {
+    pub(crate) async fn run(self) {
         let mut ticker = tokio::time::interval(self.interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_prune: Option<tokio::time::Instant> = None;

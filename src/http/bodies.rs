@@ -29,14 +29,14 @@ use crate::pages::cache::{Chunks, total_len};
 /// What an uncompressed stream holds besides its page: the inflater's
 /// window and state, the piece it hands over, and what the connection
 /// buffers of it (64 KiB at most, see `connections`).
-pub const INFLATE_HOLD_BYTES: u64 = 192 * 1024;
+pub(crate) const INFLATE_HOLD_BYTES: u64 = 192 * 1024;
 
 /// How much an uncompressed stream inflates at a time.
 const INFLATE_PIECE_BYTES: usize = 32 * 1024;
 
 /// The budget every response body in flight is counted against.
 #[derive(Debug)]
-pub struct BodyBudget {
+pub(crate) struct BodyBudget {
     limit: u64,
     held: Mutex<Held>,
     metrics: Arc<Metrics>,
@@ -51,14 +51,14 @@ struct Held {
 
 /// A response's share of the budget, given back when dropped with its body.
 #[derive(Debug)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     budget: Arc<BodyBudget>,
     own: u64,
     shared: Option<usize>,
 }
 
 impl BodyBudget {
-    pub fn new(limit: u64, metrics: Arc<Metrics>) -> Arc<BodyBudget> {
+    pub(crate) fn new(limit: u64, metrics: Arc<Metrics>) -> Arc<BodyBudget> {
         Arc::new(BodyBudget {
             limit,
             held: Mutex::default(),
@@ -69,7 +69,7 @@ impl BodyBudget {
     /// Counts `own` bytes that this response alone holds, and `shared`,
     /// a cached page it hands out, once however many responses hold it.
     /// Refused when that would go past the budget.
-    pub fn reserve(
+    pub(crate) fn reserve(
         self: &Arc<Self>,
         own: u64,
         shared: Option<&Chunks>,
@@ -125,14 +125,14 @@ impl Drop for Reservation {
 }
 
 /// A cached page handed out chunk by chunk, by reference.
-pub struct HeldChunks {
+pub(crate) struct HeldChunks {
     chunks: Chunks,
     next: usize,
     _held: Reservation,
 }
 
 impl HeldChunks {
-    pub fn new(chunks: Chunks, held: Reservation) -> HeldChunks {
+    pub(crate) fn new(chunks: Chunks, held: Reservation) -> HeldChunks {
         HeldChunks {
             chunks,
             next: 0,
@@ -158,7 +158,7 @@ impl Stream for HeldChunks {
 
 /// A cached gzip page inflated a piece at a time, as the connection asks
 /// for the next one.
-pub struct Inflated {
+pub(crate) struct Inflated {
     decoder: GzDecoder<ChunkReader>,
     done: bool,
     _held: Reservation,
@@ -168,7 +168,7 @@ pub struct Inflated {
 }
 
 impl Inflated {
-    pub fn new(gzip: Chunks, held: Reservation) -> Inflated {
+    pub(crate) fn new(gzip: Chunks, held: Reservation) -> Inflated {
         Inflated {
             decoder: GzDecoder::new(ChunkReader {
                 chunks: gzip,
@@ -183,7 +183,7 @@ impl Inflated {
     }
 
     /// Counts the bytes handed out in `metrics` under `route` once all are.
-    pub fn counted(mut self, metrics: Arc<Metrics>, route: &'static str) -> Inflated {
+    pub(crate) fn counted(mut self, metrics: Arc<Metrics>, route: &'static str) -> Inflated {
         self.counted = Some((metrics, route));
         self
     }

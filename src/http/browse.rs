@@ -29,7 +29,7 @@ use crate::sitemap::{Encoding, PageName};
 use crate::store::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 
 /// The view's file name under a site's base URL; no sitemap is named so.
-pub const FILE: &str = "sitemaps.html";
+pub(super) const FILE: &str = "sitemaps.html";
 /// URLs shown per screen of a page.
 const SCREEN_URLS: i64 = 1_000;
 
@@ -39,7 +39,7 @@ const PRIVATE: HeaderValue = HeaderValue::from_static("private, no-store");
 
 /// The query a view is asked with.
 #[derive(Debug, Default, Deserialize)]
-pub struct ViewQuery {
+pub(super) struct ViewQuery {
     /// A page to show, by its file name without extension
     /// (`sitemap-blog-2`, `sitemap_news`).
     page: Option<String>,
@@ -53,7 +53,7 @@ pub struct ViewQuery {
 
 impl ViewQuery {
     /// The site the operators' listener was asked about.
-    pub fn site(&self) -> Option<&str> {
+    pub(super) fn site(&self) -> Option<&str> {
         self.site.as_deref()
     }
 }
@@ -61,7 +61,7 @@ impl ViewQuery {
 /// Who is asking: the public, or an operator (API token, or the operators'
 /// listener), who also sees what is left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Audience {
+pub(super) enum Audience {
     Public,
     Operator,
 }
@@ -69,7 +69,7 @@ pub enum Audience {
 /// How the view links to itself: relative to the site's base URL on the
 /// public port; from the root, naming the site, on the operators' listener.
 #[derive(Debug, Clone, Copy)]
-pub enum Links<'a> {
+pub(super) enum Links<'a> {
     Public,
     Operators { site: &'a str },
 }
@@ -97,7 +97,7 @@ impl Links<'_> {
 }
 
 /// Answers one request for the view.
-pub async fn view(
+pub(super) async fn view(
     state: &HttpState,
     site: &Site,
     query: ViewQuery,

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 
 /// The validators of one representation of a document.
 #[derive(Debug, Clone)]
-pub struct Validators {
+pub(super) struct Validators {
     etag: HeaderValue,
     /// Whole seconds since the epoch (what an HTTP date can say), when the
     /// document has a change time.
@@ -26,7 +26,7 @@ pub struct Validators {
 impl Validators {
     /// `version` identifies the content (e.g. a change time in
     /// microseconds), `variant` the settings and representation.
-    pub fn new(version: u128, variant: &str, changed: Option<OffsetDateTime>) -> Validators {
+    pub(super) fn new(version: u128, variant: &str, changed: Option<OffsetDateTime>) -> Validators {
         let etag = format!("\"{version:x}-{variant}\"");
         Validators {
             etag: HeaderValue::from_str(&etag).expect("hex digits and a slug make a valid header"),
@@ -38,7 +38,7 @@ impl Validators {
     }
 
     /// Whether the request's conditions say the client's copy is current.
-    pub fn client_is_current(&self, request: &HeaderMap) -> bool {
+    pub(super) fn client_is_current(&self, request: &HeaderMap) -> bool {
         if let Some(if_none_match) = request.get(header::IF_NONE_MATCH) {
             let Ok(tags) = if_none_match.to_str() else {
                 return false;
@@ -58,7 +58,7 @@ impl Validators {
     }
 
     /// Adds `ETag`, `Last-Modified` and `Cache-Control` to a response.
-    pub fn apply(&self, headers: &mut HeaderMap, max_age: u32) {
+    pub(super) fn apply(&self, headers: &mut HeaderMap, max_age: u32) {
         headers.insert(header::ETAG, self.etag.clone());
         if let Some(modified) = self.last_modified {
             let date = httpdate::fmt_http_date(modified);
@@ -71,7 +71,7 @@ impl Validators {
     }
 
     /// The `304 Not Modified` answer: validators, no body.
-    pub fn not_modified(&self, max_age: u32, vary: Option<HeaderValue>) -> Response {
+    pub(super) fn not_modified(&self, max_age: u32, vary: Option<HeaderValue>) -> Response {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
         self.apply(response.headers_mut(), max_age);
         if let Some(vary) = vary {

@@ -14,7 +14,7 @@ use crate::pages::render::RenderError;
 use crate::store;
 
 #[derive(Debug, thiserror::Error)]
-pub enum HttpError {
+pub(crate) enum HttpError {
     #[error("not found")]
     NotFound,
     /// A request whose query names something that cannot be: what and why.
@@ -46,7 +46,7 @@ pub enum HttpError {
 /// An RFC 9457 problem document: what the write API answers every refused
 /// request with.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// Names the kind of problem (`urn:sitemapd:problem:…`).
     #[serde(rename = "type")]
     pub kind: String,
@@ -60,7 +60,7 @@ pub struct Problem {
 
 /// One broken rule of one record.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct RecordError {
+pub(crate) struct RecordError {
     /// 0-based index of the record in a JSON array body.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<u64>,
@@ -77,7 +77,7 @@ pub struct RecordError {
 
 impl Problem {
     /// A problem of kind `urn:sitemapd:problem:{kind}`.
-    pub fn new(status: StatusCode, kind: &str, detail: impl Into<String>) -> Problem {
+    pub(crate) fn new(status: StatusCode, kind: &str, detail: impl Into<String>) -> Problem {
         Problem {
             kind: format!("urn:sitemapd:problem:{kind}"),
             title: status.canonical_reason().unwrap_or("error").to_owned(),

@@ -5,12 +5,12 @@ use axum::extract::State;
 use super::{HttpError, HttpState};
 
 /// `GET /healthz`: the process is up and serving HTTP.
-pub async fn live() -> &'static str {
+pub(super) async fn live() -> &'static str {
     "ok\n"
 }
 
 /// `GET /readyz`: the database answers, so sitemaps can be served.
-pub async fn ready(State(state): State<HttpState>) -> Result<&'static str, HttpError> {
+pub(super) async fn ready(State(state): State<HttpState>) -> Result<&'static str, HttpError> {
     state.store.ping().await?;
     Ok("ready\n")
 }

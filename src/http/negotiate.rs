@@ -11,7 +11,7 @@ const PREFERENCE: [Codec; 3] = [Codec::Zstd, Codec::Brotli, Codec::Gzip];
 
 /// The encoding to send: the accepted one with the highest q-value, ties
 /// broken by [`PREFERENCE`]; identity when none is accepted.
-pub fn negotiate(request: &HeaderMap) -> Codec {
+pub(super) fn negotiate(request: &HeaderMap) -> Codec {
     let Some(accept) = request
         .get(header::ACCEPT_ENCODING)
         .and_then(|value| value.to_str().ok())

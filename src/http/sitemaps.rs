@@ -38,7 +38,7 @@ const VARY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("accept-encod
 /// Every request that is not a health check: routed to a site by `Host` and
 /// path, then to its index, one of its pages, or the host's robots.txt. The
 /// path is used raw, not percent-decoded, so each document has one URL.
-pub async fn dispatch(
+pub(super) async fn dispatch(
     State(state): State<HttpState>,
     method: Method,
     headers: HeaderMap,

@@ -118,7 +118,7 @@ impl Sites {
 /// What is wrong with a request's `Host`, if anything (RFC 9112 §3.2): an
 /// HTTP/1.1 request must carry exactly one, and any request's must be a
 /// valid `host[:port]`.
-pub fn host_problem(version: Version, headers: &HeaderMap) -> Option<&'static str> {
+pub(super) fn host_problem(version: Version, headers: &HeaderMap) -> Option<&'static str> {
     let mut hosts = headers.get_all(header::HOST).iter();
     match (hosts.next(), hosts.next()) {
         (None, _) if version >= Version::HTTP_11 => Some("an HTTP/1.1 request needs a Host header"),
@@ -158,7 +158,7 @@ fn is_host(host: &str) -> bool {
 
 /// The request's host name, lower-cased, without port: from `Host`, or from
 /// an absolute request target.
-pub fn request_host(headers: &HeaderMap, uri: &Uri) -> Option<String> {
+pub(super) fn request_host(headers: &HeaderMap, uri: &Uri) -> Option<String> {
     let authority = match headers.get(header::HOST) {
         Some(value) => value.to_str().ok()?.parse::<Authority>().ok()?,
         None => uri.authority()?.clone(),

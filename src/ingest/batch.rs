@@ -16,7 +16,7 @@ use crate::quote::truncated;
 
 /// How a request body holds its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchFormat {
+pub(crate) enum BatchFormat {
     /// `application/json`: one array.
     JsonArray,
     /// `application/x-ndjson` (or `jsonl`): one value per line.
@@ -25,7 +25,7 @@ pub enum BatchFormat {
 
 /// Why a body cannot be taken apart into records.
 #[derive(Debug, thiserror::Error)]
-pub enum BatchError {
+pub(crate) enum BatchError {
     #[error("the body is not a JSON array of records: {0}")]
     Malformed(String),
     #[error("{count} records, more than the {max} one request may hold")]
@@ -62,11 +62,11 @@ impl From<RecordKey> for RawRecord {
 }
 
 /// Each element of a batch with its position: parsed, or why it is not.
-pub type Elements<T> = Vec<(Position, Result<T, FieldError>)>;
+pub(crate) type Elements<T> = Vec<(Position, Result<T, FieldError>)>;
 
 /// Every element of `body` as a `T` (or why it is not one), with its
 /// position; more than `max` elements is an error before any is parsed.
-pub fn elements<T: DeserializeOwned>(
+pub(crate) fn elements<T: DeserializeOwned>(
     body: &[u8],
     format: BatchFormat,
     max: usize,
@@ -116,7 +116,7 @@ pub fn elements<T: DeserializeOwned>(
 }
 
 /// The records, all valid and normalised, or every rejection.
-pub fn validate_all(
+pub(crate) fn validate_all(
     validator: &Validator<'_>,
     elements: Elements<RawRecord>,
 ) -> Result<Vec<Record>, Vec<Rejected>> {

@@ -23,12 +23,12 @@ use std::ops::Range;
 use std::thread::JoinHandle;
 
 /// Rows sorted in memory before a run is spilled to disk.
-pub const RUN_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const RUN_BYTES: usize = 32 * 1024 * 1024;
 
 /// Sorts rows of `key_fields` tab-ended key fields followed by a sequence
 /// number, keeping the row with the highest sequence number of each key.
 #[derive(Debug)]
-pub struct KeySorter {
+pub(crate) struct KeySorter {
     key_fields: usize,
     run_bytes: usize,
     rows: Vec<u8>,
@@ -39,7 +39,7 @@ pub struct KeySorter {
 }
 
 impl KeySorter {
-    pub fn new(key_fields: usize, run_bytes: usize) -> Self {
+    pub(crate) fn new(key_fields: usize, run_bytes: usize) -> Self {
         Self {
             key_fields,
             run_bytes,
@@ -51,7 +51,7 @@ impl KeySorter {
     }
 
     /// Adds one row (ending in a newline).
-    pub fn push(&mut self, row: &[u8]) -> io::Result<()> {
+    pub(crate) fn push(&mut self, row: &[u8]) -> io::Result<()> {
         let start = self.rows.len();
         self.rows.extend_from_slice(row);
         self.spans.push(start..self.rows.len());
@@ -63,7 +63,7 @@ impl KeySorter {
 
     /// Hands every kept row to `emit`, in order; stops early when `emit`
     /// returns false. Returns whether every row was handed over.
-    pub fn finish(mut self, mut emit: impl FnMut(&[u8]) -> bool) -> io::Result<bool> {
+    pub(crate) fn finish(mut self, mut emit: impl FnMut(&[u8]) -> bool) -> io::Result<bool> {
         if self.runs.is_empty() && self.spilling.is_none() {
             let spans = std::mem::take(&mut self.spans);
             let rows = &self.rows;
@@ -138,7 +138,7 @@ impl KeySorter {
 }
 
 /// Sorts rows already in memory (newline-ended, as for [`KeySorter`]).
-pub fn sort_in_memory(rows: &[u8], key_fields: usize) -> Vec<u8> {
+pub(crate) fn sort_in_memory(rows: &[u8], key_fields: usize) -> Vec<u8> {
     let mut spans = Vec::new();
     let mut start = 0;
     for (at, _) in rows.iter().enumerate().filter(|&(_, &b)| b == b'\n') {

@@ -27,10 +27,10 @@ use crate::pages::codec::Codec;
 /// Many similar small allocations, rather than one large block per page,
 /// let freed pages be reused instead of fragmenting the heap (one block per
 /// page measured 135 MiB of RSS for a 64 MiB cache; chunks stay near it).
-pub type Chunks = Arc<[Bytes]>;
+pub(crate) type Chunks = Arc<[Bytes]>;
 
 /// A page's size in bytes.
-pub fn total_len(chunks: &Chunks) -> usize {
+pub(crate) fn total_len(chunks: &Chunks) -> usize {
     chunks.iter().map(Bytes::len).sum()
 }
 
@@ -66,7 +66,7 @@ impl Source {
 }
 
 #[derive(Debug)]
-pub struct PageCache {
+pub(crate) struct PageCache {
     memory: Cache<PageKey, Chunks>,
     dir: Option<PathBuf>,
 }
@@ -74,7 +74,7 @@ pub struct PageCache {
 impl PageCache {
     /// Keeps up to `memory_bytes` of pages in memory, and every page in
     /// `dir` too when given.
-    pub fn new(memory_bytes: u64, dir: Option<PathBuf>) -> PageCache {
+    pub(crate) fn new(memory_bytes: u64, dir: Option<PathBuf>) -> PageCache {
         let memory = Cache::builder()
             .max_capacity(memory_bytes)
             .weigher(|_key: &PageKey, body: &Chunks| {
@@ -89,7 +89,7 @@ impl PageCache {
     /// and kept. Concurrent callers with the same key share one lookup and
     /// one build (and its error). A hit is answered before the key is ever
     /// cloned.
-    pub async fn get_or_build<F, Fut, E>(
+    pub(crate) async fn get_or_build<F, Fut, E>(
         &self,
         key: PageKey,
         build: F,
@@ -120,7 +120,7 @@ impl PageCache {
     }
 
     /// Bytes held in memory now (eventually consistent).
-    pub fn memory_bytes(&self) -> u64 {
+    pub(crate) fn memory_bytes(&self) -> u64 {
         self.memory.weighted_size()
     }
 

@@ -9,7 +9,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 /// XML gathered before it is compressed and sent as one chunk.
-pub const CHUNK_BYTES: usize = 64 * 1024;
+pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
 
 /// How a body is compressed: gzip for `.xml.gz` files, and any of these on
 /// the wire for `.xml` documents, as the client accepts.
@@ -40,7 +40,11 @@ impl Codec {
 }
 
 /// Compresses a whole document held in memory (the index).
-pub fn compress(codec: Codec, gzip_level: u32, document: Vec<u8>) -> std::io::Result<Vec<u8>> {
+pub(crate) fn compress(
+    codec: Codec,
+    gzip_level: u32,
+    document: Vec<u8>,
+) -> std::io::Result<Vec<u8>> {
     let mut document = document;
     let mut sink = Sink::new(codec, gzip_level)?;
     let head = sink.write(&mut document)?;
@@ -49,7 +53,7 @@ pub fn compress(codec: Codec, gzip_level: u32, document: Vec<u8>) -> std::io::Re
 }
 
 /// Where written XML goes: through a compressor, or straight out.
-pub enum Sink {
+pub(crate) enum Sink {
     Identity,
     Gzip(Box<GzEncoder<Vec<u8>>>),
     Brotli(Box<brotli::CompressorWriter<Vec<u8>>>),
@@ -57,7 +61,7 @@ pub enum Sink {
 }
 
 impl Sink {
-    pub fn new(codec: Codec, gzip_level: u32) -> std::io::Result<Sink> {
+    pub(crate) fn new(codec: Codec, gzip_level: u32) -> std::io::Result<Sink> {
         Ok(match codec {
             Codec::Identity => Sink::Identity,
             Codec::Gzip => Sink::Gzip(Box::new(GzEncoder::new(
@@ -79,7 +83,7 @@ impl Sink {
 
     /// Takes the XML gathered in `xml` (leaving it empty) and returns the
     /// bytes ready to send, which for a compressor may be none yet.
-    pub fn write(&mut self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
+    pub(crate) fn write(&mut self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
         let out = match self {
             Sink::Identity => {
                 let capacity = xml.capacity();
@@ -106,7 +110,7 @@ impl Sink {
     }
 
     /// Takes the last XML and ends the stream (the compressor's trailer).
-    pub fn finish(self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
+    pub(crate) fn finish(self, xml: &mut Vec<u8>) -> std::io::Result<Bytes> {
         let out = match self {
             Sink::Identity => std::mem::take(xml),
             Sink::Gzip(mut encoder) => {

@@ -39,7 +39,7 @@ pub enum RenderError {
 
 /// How pages are rendered: the service's settings that shape a page.
 #[derive(Debug, Clone, Copy)]
-pub struct RenderOptions {
+pub(crate) struct RenderOptions {
     pub max_urls: u32,
     pub max_bytes: u64,
     pub gzip_level: u32,
@@ -48,7 +48,7 @@ pub struct RenderOptions {
 
 /// What rendering a page needs besides the page itself.
 #[derive(Debug, Clone)]
-pub struct Renderer {
+pub(crate) struct Renderer {
     pub store: Store,
     pub options: RenderOptions,
     pub skips: Arc<SkipLog>,
@@ -60,13 +60,13 @@ pub struct Renderer {
 /// slot within the wait is shed (`503` with `Retry-After`), while cached
 /// pages and `304`s keep flowing: load is shed where it costs database time.
 #[derive(Debug, Clone)]
-pub struct BuildSlots {
+pub(crate) struct BuildSlots {
     slots: Arc<Semaphore>,
     wait: Duration,
 }
 
 impl BuildSlots {
-    pub fn new(max_builds: usize, wait: Duration) -> BuildSlots {
+    pub(crate) fn new(max_builds: usize, wait: Duration) -> BuildSlots {
         BuildSlots {
             slots: Arc::new(Semaphore::new(max_builds.max(1))),
             wait,
@@ -86,7 +86,7 @@ impl BuildSlots {
 /// chunks as they came. A build slot is held while the page's rows are read
 /// and written. A page is built whole before any byte of it is sent, so a
 /// failure part-way is a clean `503`, never a cut-short sitemap.
-pub async fn build_page(
+pub(crate) async fn build_page(
     renderer: Renderer,
     page: PageKey,
     route: &'static str,

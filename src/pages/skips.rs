@@ -24,7 +24,7 @@ pub(crate) struct SkipLog {
 }
 
 impl SkipLog {
-    pub fn record(&self, site: &str, id: i64, loc: &str, reason: impl std::fmt::Display) {
+    pub(crate) fn record(&self, site: &str, id: i64, loc: &str, reason: impl std::fmt::Display) {
         let mut seen = self
             .seen
             .lock()

@@ -24,7 +24,7 @@ use time::OffsetDateTime;
 use crate::store::{self, IndexEntry, Store};
 
 /// The channel the schema notifies on.
-pub const CHANNEL: &str = "sitemapd_pages";
+pub(crate) const CHANNEL: &str = "sitemapd_pages";
 
 /// What the summaries say of one page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct PageSummary {
 }
 
 /// A site's pages as the summaries had them, in index order.
-pub type Snapshot = Arc<Vec<IndexEntry>>;
+pub(crate) type Snapshot = Arc<Vec<IndexEntry>>;
 
 #[derive(Debug)]
 pub struct Summaries {
@@ -102,7 +102,7 @@ impl Summaries {
 
 /// Drops the snapshots whenever the primary announces a change; runs until
 /// aborted, reconnecting (and dropping everything) after a lost connection.
-pub async fn listen(store: Store, summaries: Arc<Summaries>) {
+pub(crate) async fn listen(store: Store, summaries: Arc<Summaries>) {
     // A connection of its own, outside the pool requests draw from.
     let own = PgPoolOptions::new()
         .max_connections(1)

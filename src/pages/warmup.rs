@@ -28,7 +28,7 @@ use crate::site::Site;
 const PAGES_PER_ROUND: usize = 32;
 
 /// Runs until aborted.
-pub async fn run(pages: Arc<Pages>, sites: Vec<Site>, interval: Duration) {
+pub(crate) async fn run(pages: Arc<Pages>, sites: Vec<Site>, interval: Duration) {
     let mut seen: HashMap<String, OffsetDateTime> = HashMap::new();
     let mut first_round = true;
     loop {

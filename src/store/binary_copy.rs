@@ -32,20 +32,20 @@ fn malformed(what: impl Into<String>) -> FormatError {
 /// Reads tuples out of a `COPY ... TO STDOUT (FORMAT binary)` stream that
 /// arrives in chunks of any size.
 #[derive(Default)]
-pub struct Reader {
+pub(super) struct Reader {
     buffer: BytesMut,
     header_read: bool,
     ended: bool,
 }
 
 impl Reader {
-    pub fn push(&mut self, chunk: &[u8]) {
+    pub(super) fn push(&mut self, chunk: &[u8]) {
         self.buffer.extend_from_slice(chunk);
     }
 
     /// The next whole tuple, or `None` until more bytes are pushed (or
     /// after the end marker).
-    pub fn next_tuple(&mut self) -> Result<Option<Tuple>, FormatError> {
+    pub(super) fn next_tuple(&mut self) -> Result<Option<Tuple>, FormatError> {
         if !self.header_read {
             if self.buffer.len() < HEADER_BYTES {
                 return Ok(None);
@@ -94,7 +94,7 @@ impl Reader {
     }
 
     /// Checks that the stream ended where it should: at its end marker.
-    pub fn finish(self) -> Result<(), FormatError> {
+    pub(super) fn finish(self) -> Result<(), FormatError> {
         match (self.ended, self.buffer.is_empty()) {
             (true, true) => Ok(()),
             (true, false) => Err(malformed("bytes after the end marker")),
@@ -105,7 +105,7 @@ impl Reader {
 
 /// One tuple's fields, read in column order. Reading takes `&self`, so
 /// the text of one field can be held while the next is read.
-pub struct Tuple {
+pub(super) struct Tuple {
     bytes: bytes::Bytes,
     at: Cell<usize>,
     remaining: Cell<usize>,
@@ -138,16 +138,16 @@ impl Tuple {
             .map_err(|_| malformed(format!("{column} has {} bytes, not {N}", value.len())))
     }
 
-    pub fn int8(&self, column: &str) -> Result<i64, FormatError> {
+    pub(super) fn int8(&self, column: &str) -> Result<i64, FormatError> {
         self.value(column).map(i64::from_be_bytes)
     }
 
-    pub fn int4(&self, column: &str) -> Result<i32, FormatError> {
+    pub(super) fn int4(&self, column: &str) -> Result<i32, FormatError> {
         self.value(column).map(i32::from_be_bytes)
     }
 
     /// An `integer` that may be NULL.
-    pub fn optional_int4(&self, column: &str) -> Result<Option<i32>, FormatError> {
+    pub(super) fn optional_int4(&self, column: &str) -> Result<Option<i32>, FormatError> {
         self.field()?
             .map(|value| {
                 <[u8; 4]>::try_from(value)
@@ -157,12 +157,12 @@ impl Tuple {
             .transpose()
     }
 
-    pub fn str(&self, column: &str) -> Result<&str, FormatError> {
+    pub(super) fn str(&self, column: &str) -> Result<&str, FormatError> {
         self.optional_str(column)?
             .ok_or_else(|| malformed(format!("{column} is NULL")))
     }
 
-    pub fn optional_str(&self, column: &str) -> Result<Option<&str>, FormatError> {
+    pub(super) fn optional_str(&self, column: &str) -> Result<Option<&str>, FormatError> {
         self.field()?
             .map(|value| {
                 std::str::from_utf8(value).map_err(|_| malformed(format!("{column} is not UTF-8")))
@@ -173,7 +173,7 @@ impl Tuple {
 
 /// Writes tuples for a `COPY ... FROM STDIN (FORMAT binary)`; each tuple
 /// is a field count followed by exactly that many fields.
-pub struct Writer {
+pub(super) struct Writer {
     buffer: BytesMut,
     tuples: usize,
 }
@@ -189,38 +189,38 @@ impl Default for Writer {
 }
 
 impl Writer {
-    pub fn tuple(&mut self, fields: i16) -> &mut Self {
+    pub(super) fn tuple(&mut self, fields: i16) -> &mut Self {
         self.tuples += 1;
         self.buffer.put_i16(fields);
         self
     }
 
-    pub fn int8(&mut self, value: i64) -> &mut Self {
+    pub(super) fn int8(&mut self, value: i64) -> &mut Self {
         self.buffer.put_i32(8);
         self.buffer.put_i64(value);
         self
     }
 
-    pub fn int4(&mut self, value: i32) -> &mut Self {
+    pub(super) fn int4(&mut self, value: i32) -> &mut Self {
         self.buffer.put_i32(4);
         self.buffer.put_i32(value);
         self
     }
 
-    pub fn optional_int4(&mut self, value: Option<i32>) -> &mut Self {
+    pub(super) fn optional_int4(&mut self, value: Option<i32>) -> &mut Self {
         match value {
             Some(value) => self.int4(value),
             None => self.null(),
         }
     }
 
-    pub fn text(&mut self, value: &str) -> &mut Self {
+    pub(super) fn text(&mut self, value: &str) -> &mut Self {
         self.buffer.put_i32(length(value.len()));
         self.buffer.put_slice(value.as_bytes());
         self
     }
 
-    pub fn optional_text(&mut self, value: Option<&str>) -> &mut Self {
+    pub(super) fn optional_text(&mut self, value: Option<&str>) -> &mut Self {
         match value {
             Some(value) => self.text(value),
             None => self.null(),
@@ -232,7 +232,7 @@ impl Writer {
         self
     }
 
-    pub fn int8_array(&mut self, values: &[i64]) -> &mut Self {
+    pub(super) fn int8_array(&mut self, values: &[i64]) -> &mut Self {
         self.array_header(INT8_OID, values.len(), 8);
         for value in values {
             self.buffer.put_i32(8);
@@ -241,7 +241,7 @@ impl Writer {
         self
     }
 
-    pub fn int4_array(&mut self, values: &[i32]) -> &mut Self {
+    pub(super) fn int4_array(&mut self, values: &[i32]) -> &mut Self {
         self.array_header(INT4_OID, values.len(), 4);
         for value in values {
             self.buffer.put_i32(4);
@@ -262,12 +262,12 @@ impl Writer {
     }
 
     /// Whether no tuple is written.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.tuples == 0
     }
 
     /// The stream, ended with its end marker.
-    pub fn finish(mut self) -> BytesMut {
+    pub(super) fn finish(mut self) -> BytesMut {
         self.buffer.put_i16(-1);
         self.buffer
     }

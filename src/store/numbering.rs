@@ -19,7 +19,7 @@
 
 /// What a page may hold, as `sitemap_settings` says.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(super) struct Limits {
     pub max_urls: i64,
     /// Bytes of entries a page may hold (max_bytes less the document's own).
     pub entry_budget: i64,
@@ -27,7 +27,7 @@ pub struct Limits {
 
 /// A section's last page before the fold, as its summary counts it.
 #[derive(Debug, Clone, Copy)]
-pub struct Tail {
+pub(super) struct Tail {
     pub page: i32,
     pub url_count: i64,
     pub bytes: i64,
@@ -35,7 +35,7 @@ pub struct Tail {
 
 /// A row of a section to place.
 #[derive(Debug, Clone)]
-pub struct Unplaced {
+pub(super) struct Unplaced {
     pub id: i64,
     pub loc_hash: i64,
     /// The bytes its entry reserves.
@@ -49,7 +49,7 @@ pub struct Unplaced {
 
 /// Plain rows on one page, in id order, placed as one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Run {
+pub(super) struct Run {
     pub page: i32,
     pub ids: Vec<i64>,
     pub loc_hashes: Vec<i64>,
@@ -58,7 +58,7 @@ pub struct Run {
 
 /// What a page gains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageGain {
+pub(super) struct PageGain {
     pub page: i32,
     pub url_count: i64,
     pub bytes: i64,
@@ -69,7 +69,7 @@ pub struct PageGain {
 
 /// One section's rows, numbered.
 #[derive(Debug, Default)]
-pub struct Numbered {
+pub(super) struct Numbered {
     pub runs: Vec<Run>,
     /// Rows placed one by one: (index into the rows given, page).
     pub alone: Vec<(usize, i32)>,
@@ -82,7 +82,7 @@ const RUN_ROWS: i128 = 64;
 
 /// Numbers a section's `rows` (in any order; none left out) on from its
 /// last page `tail`, if it has one.
-pub fn number_section(rows: &[Unplaced], tail: Option<Tail>, limits: Limits) -> Numbered {
+pub(super) fn number_section(rows: &[Unplaced], tail: Option<Tail>, limits: Limits) -> Numbered {
     let Some(largest) = rows.iter().map(|row| row.bytes).max() else {
         return Numbered::default();
     };

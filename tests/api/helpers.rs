@@ -19,9 +19,9 @@ use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-pub const BASE_URL: &str = "https://www.example.com/";
+pub(crate) const BASE_URL: &str = "https://www.example.com/";
 
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub addr: SocketAddr,
     /// Where `/metrics` listens when `metrics_listen` is set.
     pub metrics_addr: Option<SocketAddr>,
@@ -39,17 +39,17 @@ pub struct TestApp {
 
 impl TestApp {
     /// The service with its defaults, but serving [`BASE_URL`].
-    pub async fn spawn(pool: PgPool) -> TestApp {
+    pub(crate) async fn spawn(pool: PgPool) -> TestApp {
         Self::spawn_with(pool, |_| {}).await
     }
 
-    pub async fn spawn_with(pool: PgPool, configure: impl FnOnce(&mut Settings)) -> TestApp {
+    pub(crate) async fn spawn_with(pool: PgPool, configure: impl FnOnce(&mut Settings)) -> TestApp {
         Self::spawn_on(Store::from_pool(pool.clone()), pool, configure).await
     }
 
     /// The service over `store` (e.g. one with a read replica); `pool` is
     /// the primary, where tests write.
-    pub async fn spawn_on(
+    pub(crate) async fn spawn_on(
         store: Store,
         pool: PgPool,
         configure: impl FnOnce(&mut Settings),
@@ -104,18 +104,18 @@ impl TestApp {
 
     /// Signals shutdown, as SIGTERM does; the handle resolves when the
     /// server has stopped.
-    pub fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    pub(crate) fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
         self.server.take().expect("the server is running")
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
-    pub async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.client
             .get(self.url(path))
             .send()
@@ -124,7 +124,7 @@ impl TestApp {
     }
 
     /// A GET as sent through a proxy to `host`, with extra headers.
-    pub async fn get_as(
+    pub(crate) async fn get_as(
         &self,
         host: &str,
         path: &str,
@@ -139,12 +139,17 @@ impl TestApp {
 
     /// A conditional GET: `name` (`if-none-match`, `if-modified-since`)
     /// carrying `value`.
-    pub async fn conditional(&self, path: &str, name: &str, value: &str) -> reqwest::Response {
+    pub(crate) async fn conditional(
+        &self,
+        path: &str,
+        name: &str,
+        value: &str,
+    ) -> reqwest::Response {
         self.get_as("127.0.0.1", path, &[(name, value)]).await
     }
 
     /// Any request, with headers and a body.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -158,7 +163,7 @@ impl TestApp {
         request.send().await.expect("request sent")
     }
 
-    pub async fn head(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn head(&self, path: &str) -> reqwest::Response {
         self.client
             .head(self.url(path))
             .send()
@@ -168,7 +173,7 @@ impl TestApp {
 
     /// Fetches and checks the index: 200, XML, valid (or, when empty, at
     /// least well-formed); returns its entries.
-    pub async fn index(&self) -> Vec<IndexEntry> {
+    pub(crate) async fn index(&self) -> Vec<IndexEntry> {
         let response = self.get("/sitemap_index.xml").await;
         assert_eq!(response.status(), 200);
         assert_eq!(
@@ -189,7 +194,7 @@ impl TestApp {
     /// `application/gzip` with no Content-Encoding, a gzip file that
     /// decompresses whole, a schema-valid urlset within the limits. Returns
     /// the URLs and the uncompressed size.
-    pub async fn page(&self, path: &str) -> Page {
+    pub(crate) async fn page(&self, path: &str) -> Page {
         let response = self.get(path).await;
         assert_eq!(response.status(), 200, "{path}");
         assert_eq!(
@@ -212,7 +217,7 @@ impl TestApp {
     }
 
     /// The same page uncompressed, from its `.xml` name.
-    pub async fn plain_page(&self, path: &str) -> (Page, Vec<u8>) {
+    pub(crate) async fn plain_page(&self, path: &str) -> (Page, Vec<u8>) {
         let response = self.get(path).await;
         assert_eq!(response.status(), 200, "{path}");
         assert_eq!(
@@ -243,7 +248,7 @@ impl TestApp {
 
     /// Everything a crawler would collect: every page the index lists,
     /// fetched and checked. Returns (page path, its locs), in index order.
-    pub async fn crawl(&self) -> Vec<(String, Vec<String>)> {
+    pub(crate) async fn crawl(&self) -> Vec<(String, Vec<String>)> {
         let mut pages = Vec::new();
         for entry in self.index().await {
             let path = entry
@@ -258,7 +263,7 @@ impl TestApp {
     }
 
     /// All locs served, sorted, each as many times as it is served.
-    pub async fn served_locs(&self) -> Vec<String> {
+    pub(crate) async fn served_locs(&self) -> Vec<String> {
         let mut locs: Vec<String> = self
             .crawl()
             .await
@@ -271,7 +276,7 @@ impl TestApp {
 
     /// Folds what the test committed into pages, as the service's next
     /// round would; returns the rows folded.
-    pub async fn fold(&self) -> u64 {
+    pub(crate) async fn fold(&self) -> u64 {
         let folded = self
             .state
             .store
@@ -284,7 +289,7 @@ impl TestApp {
     }
 
     /// The locs the table holds for the served site, sorted.
-    pub async fn table_locs(&self) -> Vec<String> {
+    pub(crate) async fn table_locs(&self) -> Vec<String> {
         sqlx::query_scalar(
             "SELECT u.loc FROM sitemap_urls u JOIN sitemap_placed p ON p.id = u.id
              WHERE u.site = 'default' AND p.skip_reason IS NULL ORDER BY u.loc COLLATE \"C\"",
@@ -295,7 +300,7 @@ impl TestApp {
     }
 
     /// Inserts rows `{BASE_URL}{prefix}{i}` for i in 1..=n into a section.
-    pub async fn insert_urls(&self, section: &str, prefix: &str, n: i64) {
+    pub(crate) async fn insert_urls(&self, section: &str, prefix: &str, n: i64) {
         sqlx::query(
             "INSERT INTO sitemap_urls (section, loc)
              SELECT $1, $2 || g FROM generate_series(1, $3::bigint) g",
@@ -311,7 +316,7 @@ impl TestApp {
 
     /// Inserts `n` rows whose locs are hashes: long and poorly compressible,
     /// so a page of them is megabytes, even gzipped.
-    pub async fn insert_hashed_urls(&self, n: i64) {
+    pub(crate) async fn insert_hashed_urls(&self, n: i64) {
         sqlx::query(
             "INSERT INTO sitemap_urls (loc)
              SELECT $1 || md5(g::text) || '/' || md5((-g)::text) FROM generate_series(1, $2::bigint) g",
@@ -325,7 +330,7 @@ impl TestApp {
     }
 
     /// Logs skipped rows now, as the background reporter would.
-    pub async fn report_skips(&self) -> Vec<sitemapd::store::SkippedRow> {
+    pub(crate) async fn report_skips(&self) -> Vec<sitemapd::store::SkippedRow> {
         skips::report_new_skips(&self.state.store, sitemapd::store::Turn::Wait)
             .await
             .expect("skip report")
@@ -334,13 +339,13 @@ impl TestApp {
 
 /// A plain HTTP client. The build's reqwest has rustls without a default
 /// crypto provider (the service brings its own), so tests install one.
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }
 
 /// Runs `sql` (statements built by the test itself) on `pool`.
-pub async fn exec(pool: &PgPool, sql: &str) {
+pub(crate) async fn exec(pool: &PgPool, sql: &str) {
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
         .execute(pool)
         .await
@@ -349,14 +354,14 @@ pub async fn exec(pool: &PgPool, sql: &str) {
 
 /// Part of the statement that reads a page's rows, for
 /// [`until_a_statement_waits_on_a_lock`].
-pub const PAGE_READ: &str = "FROM sitemap_placed p JOIN sitemap_urls u";
+pub(crate) const PAGE_READ: &str = "FROM sitemap_placed p JOIN sitemap_urls u";
 
 /// Waits until a statement on this test's database whose text contains
 /// `statement` is waiting for a lock (polling every 20 ms, for 10 s at
 /// most): the moment a blocked request or import has reached the database.
 /// Naming the statement keeps the service's own background work (a fold
 /// meeting the same lock) from passing for it.
-pub async fn until_a_statement_waits_on_a_lock(pool: &PgPool, statement: &str) {
+pub(crate) async fn until_a_statement_waits_on_a_lock(pool: &PgPool, statement: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let waiting: i64 = sqlx::query_scalar(
@@ -380,7 +385,7 @@ pub async fn until_a_statement_waits_on_a_lock(pool: &PgPool, statement: &str) {
 }
 
 /// The test database's URL, for running the binary against it.
-pub fn database_url(pool: &PgPool) -> String {
+pub(crate) fn database_url(pool: &PgPool) -> String {
     let options = pool.connect_options();
     format!(
         "postgres://{}@{}:{}/{}",
@@ -392,7 +397,7 @@ pub fn database_url(pool: &PgPool) -> String {
 }
 
 /// The `sitemapd` binary, configured for the test database and [`BASE_URL`].
-pub fn binary(pool: &PgPool) -> Command {
+pub(crate) fn binary(pool: &PgPool) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_sitemapd"));
     command
         .env("DATABASE_URL", database_url(pool))
@@ -403,7 +408,7 @@ pub fn binary(pool: &PgPool) -> Command {
 
 /// What `sitemapd robots` prints over the test database, with these
 /// environment variables; fails the test if the command fails.
-pub async fn robots_command(pool: &PgPool, env: &[(&str, &str)]) -> String {
+pub(crate) async fn robots_command(pool: &PgPool, env: &[(&str, &str)]) -> String {
     let mut command = binary(pool);
     command.arg("robots").envs(env.iter().copied());
     let output = tokio::task::spawn_blocking(move || command.output())
@@ -419,7 +424,7 @@ pub async fn robots_command(pool: &PgPool, env: &[(&str, &str)]) -> String {
 }
 
 #[track_caller]
-pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
+pub(crate) fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
     response
         .headers()
         .get(name)
@@ -429,7 +434,7 @@ pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
 }
 
 #[track_caller]
-pub fn gunzip(gz: &[u8]) -> Vec<u8> {
+pub(crate) fn gunzip(gz: &[u8]) -> Vec<u8> {
     let mut xml = Vec::new();
     GzDecoder::new(gz)
         .read_to_end(&mut xml)
@@ -438,14 +443,14 @@ pub fn gunzip(gz: &[u8]) -> Vec<u8> {
 }
 
 #[derive(Debug)]
-pub struct Page {
+pub(crate) struct Page {
     pub urls: Vec<Url>,
     pub bytes: usize,
 }
 
 impl Page {
     /// The page's locs, in document order.
-    pub fn locs(self) -> Vec<String> {
+    pub(crate) fn locs(self) -> Vec<String> {
         self.urls.into_iter().map(|u| u.loc).collect()
     }
 }
@@ -457,7 +462,7 @@ struct Urlset {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Url {
+pub(crate) struct Url {
     pub loc: String,
     pub lastmod: Option<String>,
     pub changefreq: Option<String>,
@@ -474,21 +479,21 @@ pub struct Url {
 
 /// A `<news:news>`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct NewsElement {
+pub(crate) struct NewsElement {
     pub publication: Publication,
     pub publication_date: String,
     pub title: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Publication {
+pub(crate) struct Publication {
     pub name: String,
     pub language: String,
 }
 
 /// An `<xhtml:link rel="alternate">`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Link {
+pub(crate) struct Link {
     #[serde(rename = "@rel")]
     pub rel: String,
     #[serde(rename = "@hreflang")]
@@ -498,13 +503,13 @@ pub struct Link {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ImageElement {
+pub(crate) struct ImageElement {
     #[serde(rename = "loc")]
     pub loc: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct VideoElement {
+pub(crate) struct VideoElement {
     #[serde(rename = "title")]
     pub title: String,
     #[serde(rename = "content_loc")]
@@ -520,7 +525,7 @@ struct SitemapIndex {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct IndexEntry {
+pub(crate) struct IndexEntry {
     pub loc: String,
     pub lastmod: String,
 }
@@ -537,7 +542,7 @@ fn excerpt(text: &str) -> &str {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub enum Schema {
+pub(crate) enum Schema {
     Urlset,
     Index,
 }
@@ -545,7 +550,7 @@ pub enum Schema {
 /// Validates with `xmllint --schema` against the sitemaps.org schemas kept
 /// in `tests/fixtures/xsd`, a urlset together with the extensions' schemas.
 #[track_caller]
-pub fn assert_valid(xml: &[u8], schema: Schema) {
+pub(crate) fn assert_valid(xml: &[u8], schema: Schema) {
     let xsd = match schema {
         Schema::Urlset => "sitemap-with-extensions.xsd",
         Schema::Index => "siteindex.xsd",
@@ -557,7 +562,7 @@ pub fn assert_valid(xml: &[u8], schema: Schema) {
 }
 
 #[track_caller]
-pub fn assert_well_formed(xml: &[u8]) {
+pub(crate) fn assert_well_formed(xml: &[u8]) {
     xmllint(xml, &[]);
 }
 

@@ -13,7 +13,7 @@ use tempfile::TempDir;
 
 use crate::helpers::{BASE_URL, TestApp, binary, exec, until_a_statement_waits_on_a_lock};
 
-pub fn options(format: Format) -> ImportOptions {
+pub(crate) fn options(format: Format) -> ImportOptions {
     ImportOptions {
         format: Some(format),
         ignore_unknown_fields: false,
@@ -27,7 +27,11 @@ pub fn options(format: Format) -> ImportOptions {
 }
 
 /// Imports `file`, then folds, as the service's next round would.
-pub async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions) -> ImportReport {
+pub(crate) async fn run(
+    app: &TestApp,
+    file: &std::path::Path,
+    options: &ImportOptions,
+) -> ImportReport {
     let report = import(
         &app.state.store,
         app.state.sites.all(),
@@ -41,13 +45,13 @@ pub async fn run(app: &TestApp, file: &std::path::Path, options: &ImportOptions)
     report
 }
 
-pub fn write(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
+pub(crate) fn write(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
     let path = dir.path().join(name);
     std::fs::write(&path, content).expect("write input");
     path
 }
 
-pub fn write_gz(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
+pub(crate) fn write_gz(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf {
     let path = dir.path().join(name);
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(content.as_bytes()).expect("gzip");
@@ -55,7 +59,7 @@ pub fn write_gz(dir: &TempDir, name: &str, content: &str) -> std::path::PathBuf 
     path
 }
 
-pub fn jsonl<S: AsRef<str>>(locs: &[S]) -> String {
+pub(crate) fn jsonl<S: AsRef<str>>(locs: &[S]) -> String {
     locs.iter()
         .map(|l| format!("{{\"loc\": \"{BASE_URL}{}\"}}\n", l.as_ref()))
         .collect()

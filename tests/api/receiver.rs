@@ -16,15 +16,15 @@ use tokio::net::TcpListener;
 
 /// One answer: a status, and a `Retry-After` if any.
 #[derive(Debug, Clone, Copy)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub retry_after: Option<&'static str>,
 }
 
-pub const OK: Reply = Reply::status(200);
+pub(crate) const OK: Reply = Reply::status(200);
 
 impl Reply {
-    pub const fn status(status: u16) -> Reply {
+    pub(crate) const fn status(status: u16) -> Reply {
         Reply {
             status,
             retry_after: None,
@@ -34,7 +34,7 @@ impl Reply {
 
 /// A request as received.
 #[derive(Debug, Clone)]
-pub struct Received {
+pub(crate) struct Received {
     pub method: Method,
     pub uri: Uri,
     pub content_type: String,
@@ -47,7 +47,7 @@ pub struct Received {
 /// An IndexNow POST body.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct IndexNowBody {
+pub(crate) struct IndexNowBody {
     pub host: String,
     pub key: String,
     #[serde(rename = "keyLocation")]
@@ -57,7 +57,7 @@ pub struct IndexNowBody {
 }
 
 impl Received {
-    pub fn indexnow(&self) -> IndexNowBody {
+    pub(crate) fn indexnow(&self) -> IndexNowBody {
         serde_json::from_slice(&self.body).expect("an IndexNow JSON body")
     }
 }
@@ -72,14 +72,14 @@ struct Script {
 }
 
 #[derive(Clone)]
-pub struct Receiver {
+pub(crate) struct Receiver {
     pub addr: SocketAddr,
     script: Arc<Mutex<Script>>,
 }
 
 impl Receiver {
     /// Listens on a random loopback port; answers 200 until scripted.
-    pub async fn start() -> Receiver {
+    pub(crate) async fn start() -> Receiver {
         let script = Arc::new(Mutex::new(Script::default()));
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -92,31 +92,31 @@ impl Receiver {
         Receiver { addr, script }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// Answers the next requests with `replies`, in order.
-    pub fn script(&self, replies: &[Reply]) {
+    pub(crate) fn script(&self, replies: &[Reply]) {
         self.lock().replies.extend(replies.iter().copied());
     }
 
     /// Answers with `reply` once the script is used up.
-    pub fn by_default(&self, reply: Reply) {
+    pub(crate) fn by_default(&self, reply: Reply) {
         self.lock().default = Some(reply);
     }
 
     /// Takes `hold` to answer each request from now on.
-    pub fn hold_answers(&self, hold: Duration) {
+    pub(crate) fn hold_answers(&self, hold: Duration) {
         self.lock().hold = hold;
     }
 
-    pub fn received(&self) -> Vec<Received> {
+    pub(crate) fn received(&self) -> Vec<Received> {
         self.lock().received.clone()
     }
 
     /// Waits (10 s at most) until `n` requests have come, and returns them.
-    pub async fn until(&self, n: usize) -> Vec<Received> {
+    pub(crate) async fn until(&self, n: usize) -> Vec<Received> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let received = self.received();
@@ -133,7 +133,7 @@ impl Receiver {
     }
 
     /// The URLs of every IndexNow POST answered with `status`, in order.
-    pub fn urls_answered(&self, status: &[u16]) -> Vec<String> {
+    pub(crate) fn urls_answered(&self, status: &[u16]) -> Vec<String> {
         self.received()
             .iter()
             .filter(|r| status.contains(&r.status))

@@ -17,7 +17,7 @@ use crate::ingest::batch::BatchFormat;
 const ACCEPTED: &str = "application/json (an array) or application/x-ndjson (one record a line)";
 
 /// The body's bytes, decoded, and how its records are laid out.
-pub async fn read(
+pub(super) async fn read(
     headers: &HeaderMap,
     body: Body,
     limit: usize,

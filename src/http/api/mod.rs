@@ -22,7 +22,7 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use utoipa::{IntoParams, OpenApi};
 
-pub use model::ApiDoc;
+pub(crate) use model::ApiDoc;
 use model::{DeleteSummary, RecordView, Stats, WriteSummary};
 
 use super::HttpState;
@@ -42,7 +42,7 @@ const KEY_SHAPE: &str = "a loc string, or an object of loc (required) and site";
 
 /// The write API's limits and the tokens it admits.
 #[derive(Debug, Clone)]
-pub struct ApiSettings {
+pub(crate) struct ApiSettings {
     pub tokens: crate::tokens::Tokens,
     pub max_body_bytes: usize,
     pub max_records: usize,
@@ -50,7 +50,7 @@ pub struct ApiSettings {
 
 /// `/api/v1/…`: the operations when tokens are configured, else a `404`
 /// saying how to turn the API on.
-pub fn router(state: &HttpState) -> Router<HttpState> {
+pub(crate) fn router(state: &HttpState) -> Router<HttpState> {
     if state.api.tokens.is_empty() {
         return Router::new().route("/api/v1/{*rest}", any(api_off));
     }

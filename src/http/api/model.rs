@@ -15,7 +15,7 @@ use crate::store::{ClusterStats, ImportCounts, SiteStats, StoredRecord};
 
 /// What an upsert did.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct WriteSummary {
+pub(super) struct WriteSummary {
     pub received: u64,
     pub inserted: u64,
     pub updated: u64,
@@ -24,7 +24,7 @@ pub struct WriteSummary {
 }
 
 impl WriteSummary {
-    pub fn new(received: usize, counts: ImportCounts) -> Self {
+    pub(super) fn new(received: usize, counts: ImportCounts) -> Self {
         WriteSummary {
             received: received as u64,
             inserted: counts.inserted,
@@ -36,7 +36,7 @@ impl WriteSummary {
 
 /// What a delete did.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct DeleteSummary {
+pub(super) struct DeleteSummary {
     pub received: u64,
     pub deleted: u64,
     /// Locs that had no row.
@@ -45,7 +45,7 @@ pub struct DeleteSummary {
 
 /// One stored record, and where it is served.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct RecordView {
+pub(super) struct RecordView {
     pub site: String,
     pub section: String,
     pub loc: String,
@@ -76,7 +76,7 @@ pub struct RecordView {
 }
 
 impl RecordView {
-    pub fn new(record: StoredRecord, sitemap: Option<String>) -> Self {
+    pub(super) fn new(record: StoredRecord, sitemap: Option<String>) -> Self {
         let json = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
         let alternates = match (&record.alternates_problem, record.hreflangs, record.hrefs) {
             (None, Some(hreflangs), Some(hrefs)) => hreflangs
@@ -108,7 +108,7 @@ impl RecordView {
 
 /// Counts per site, section and page.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Stats {
+pub(super) struct Stats {
     pub sites: Vec<SiteView>,
     pub hreflang: HreflangView,
 }
@@ -117,7 +117,7 @@ pub struct Stats {
 /// conflicting (a URL two clusters claim, one hreflang on two URLs, a single
 /// member) is served without links, never half-right.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct HreflangView {
+pub(super) struct HreflangView {
     pub clusters: i64,
     pub with_problems: i64,
     /// Up to ten of them, by name.
@@ -125,14 +125,14 @@ pub struct HreflangView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ClusterProblem {
+pub(super) struct ClusterProblem {
     pub cluster: String,
     pub problem: String,
 }
 
 /// Extension entries, counted over pages.
 #[derive(Debug, Default, Clone, Copy, Serialize, ToSchema)]
-pub struct ExtensionCounts {
+pub(super) struct ExtensionCounts {
     pub images: i64,
     pub videos: i64,
     /// `xhtml:link` alternates, one per link served.
@@ -150,7 +150,7 @@ impl std::iter::Sum for ExtensionCounts {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SiteView {
+pub(super) struct SiteView {
     pub site: String,
     /// URLs served, over all sections.
     pub urls: i64,
@@ -163,7 +163,7 @@ pub struct SiteView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SectionView {
+pub(super) struct SectionView {
     /// `""` is the default section.
     pub section: String,
     pub urls: i64,
@@ -173,7 +173,7 @@ pub struct SectionView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct PageView {
+pub(super) struct PageView {
     pub page: i32,
     pub urls: i32,
     /// Bytes reserved for its entries: an upper bound of its size.
@@ -187,7 +187,7 @@ pub struct PageView {
 
 impl Stats {
     /// `sitemap_of(site, section, page)` is a page's URL.
-    pub fn new(
+    pub(super) fn new(
         sites: Vec<SiteStats>,
         clusters: ClusterStats,
         sitemap_of: impl Fn(&str, &str, i32) -> String,
@@ -284,7 +284,7 @@ fn rfc3339(at: OffsetDateTime) -> String {
     modifiers(&BearerAuth),
     security(("bearer" = []))
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 struct BearerAuth;
 

@@ -25,7 +25,7 @@ use tokio::time::{Instant, Sleep};
 /// Why a connection ended, as logged and counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum CloseReason {
+pub(super) enum CloseReason {
     /// The client closed it, or asked for `Connection: close`.
     Client = 0,
     /// Its request headers did not arrive within `header_read_timeout_ms`.
@@ -60,7 +60,7 @@ impl CloseReason {
     ];
 
     /// The metric label and log field.
-    pub fn label(self) -> &'static str {
+    pub(super) fn label(self) -> &'static str {
         match self {
             CloseReason::Client => "client",
             CloseReason::HeaderTimeout => "header_timeout",
@@ -81,7 +81,7 @@ impl CloseReason {
 
 /// What a connection's socket and its requests share.
 #[derive(Debug)]
-pub struct ConnectionState {
+pub(super) struct ConnectionState {
     opened: Instant,
     /// Milliseconds after `opened` of the last byte read or written.
     last_activity_ms: AtomicU64,
@@ -94,7 +94,7 @@ pub struct ConnectionState {
 const NO_REASON: u8 = u8::MAX;
 
 impl ConnectionState {
-    pub fn new() -> Arc<ConnectionState> {
+    pub(super) fn new() -> Arc<ConnectionState> {
         Arc::new(ConnectionState {
             opened: Instant::now(),
             last_activity_ms: AtomicU64::new(0),
@@ -105,13 +105,13 @@ impl ConnectionState {
 
     /// Marks a request begun; the returned guard marks its response done
     /// when dropped (with the response body).
-    pub fn begin_request(self: &Arc<Self>) -> InFlight {
+    pub(super) fn begin_request(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         InFlight(self.clone())
     }
 
     /// The reason a timeout recorded, if one ended the connection.
-    pub fn timed_out(&self) -> Option<CloseReason> {
+    pub(super) fn timed_out(&self) -> Option<CloseReason> {
         CloseReason::from_u8(self.reason.load(Ordering::Acquire))
     }
 
@@ -140,7 +140,7 @@ impl ConnectionState {
 
 /// Held while a request is being answered.
 #[derive(Debug)]
-pub struct InFlight(Arc<ConnectionState>);
+pub(super) struct InFlight(Arc<ConnectionState>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -150,7 +150,7 @@ impl Drop for InFlight {
 }
 
 /// A TCP stream with the stall and idle clocks.
-pub struct GuardedStream {
+pub(super) struct GuardedStream {
     stream: TcpStream,
     state: Arc<ConnectionState>,
     write_stall: Duration,
@@ -162,7 +162,7 @@ pub struct GuardedStream {
 }
 
 impl GuardedStream {
-    pub fn new(
+    pub(super) fn new(
         stream: TcpStream,
         state: Arc<ConnectionState>,
         write_stall: Duration,

@@ -99,7 +99,7 @@ pub fn raise_open_files_limit() {
 
 /// The soft open-files limit in force (1,024, the usual default, if it
 /// cannot be read).
-pub fn open_files_limit() -> u64 {
+pub(crate) fn open_files_limit() -> u64 {
     rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft)
 }
 
@@ -107,7 +107,7 @@ pub fn open_files_limit() -> u64 {
 /// stops accepting and returns once every open connection has finished its
 /// response (idle ones are closed at once). Connections past
 /// `max_connections` are served one request by `overflow`.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     overflow: Router,
