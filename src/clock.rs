@@ -21,7 +21,7 @@ impl Clock {
         Clock::default()
     }
 
-    pub fn now(&self) -> OffsetDateTime {
+    pub(crate) fn now(&self) -> OffsetDateTime {
         OffsetDateTime::now_utc() + Duration::nanoseconds(self.offset_nanos.load(Ordering::Acquire))
     }
 

@@ -44,15 +44,15 @@ pub struct Settings {
     pub database_url: DatabaseUrl,
     /// A read replica for the sitemaps' reads, if any.
     #[serde(default)]
-    pub database_read_url: Option<DatabaseUrl>,
-    pub db_max_connections: u32,
+    pub(crate) database_read_url: Option<DatabaseUrl>,
+    pub(crate) db_max_connections: u32,
     pub db_acquire_timeout_ms: u64,
     /// How long a read made for serving waits for the database's next answer.
     pub db_read_timeout_ms: u64,
     pub listen: SocketAddr,
     #[serde(default)]
     pub metrics_listen: Option<SocketAddr>,
-    pub site: String,
+    pub(crate) site: String,
     pub base_url: String,
     /// Whether the primary site's index also lists its subfolder sites'.
     pub include_subfolder_sites: bool,
@@ -60,7 +60,7 @@ pub struct Settings {
     #[serde(default)]
     pub robots_txt: Option<String>,
     #[serde(default)]
-    pub robots_file: Option<PathBuf>,
+    pub(crate) robots_file: Option<PathBuf>,
     /// More sites, by name (the rows' `site` column).
     #[serde(default)]
     pub sites: BTreeMap<String, SiteSettings>,
@@ -75,13 +75,13 @@ pub struct Settings {
     /// Which name of the index robots.txt and `sitemapd robots` announce.
     pub index_format: IndexFormat,
     pub lastmod_fallback: bool,
-    pub gzip_level: u32,
+    pub(crate) gzip_level: u32,
     pub retry_after_seconds: u32,
     pub skip_report_interval_ms: u64,
     pub shutdown_grace_seconds: u64,
     pub log_format: LogFormat,
     /// Bytes of built pages kept in memory.
-    pub page_cache_bytes: u64,
+    pub(crate) page_cache_bytes: u64,
     /// Where built pages are also kept on disk, if anywhere.
     #[serde(default)]
     pub page_cache_dir: Option<PathBuf>,
@@ -102,7 +102,7 @@ pub struct Settings {
     #[serde(with = "humantime_serde")]
     pub change_log_retention: std::time::Duration,
     /// Most entries the change feed keeps; the oldest go first.
-    pub change_log_max_rows: u64,
+    pub(crate) change_log_max_rows: u64,
     /// Digests (`sha256:…`, from `sitemapd token`) of the write API's bearer
     /// tokens; none leaves the API off.
     #[serde(default)]
@@ -145,7 +145,7 @@ pub struct Config {
     /// Every configured site, the primary one first.
     pub sites: Vec<Site>,
     /// The write API's tokens (none: the API is off).
-    pub tokens: Tokens,
+    pub(crate) tokens: Tokens,
 }
 
 impl Config {
@@ -207,7 +207,7 @@ pub enum IndexFormat {
 }
 
 impl IndexFormat {
-    pub fn encoding(self) -> sitemap::Encoding {
+    pub(crate) fn encoding(self) -> sitemap::Encoding {
         match self {
             IndexFormat::Xml => sitemap::Encoding::Plain,
             IndexFormat::XmlGz => sitemap::Encoding::Gzip,
@@ -233,7 +233,7 @@ impl DatabaseUrl {
     }
 
     /// The URL itself, for connecting.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 
@@ -260,7 +260,7 @@ impl fmt::Debug for DatabaseUrl {
 impl Settings {
     /// Loads the layers (defaults, `file` if given, environment), unchecked:
     /// [`Config::new`] checks them.
-    pub fn load(file: Option<&Path>) -> Result<Settings, Error> {
+    pub(crate) fn load(file: Option<&Path>) -> Result<Settings, Error> {
         let mut figment = Figment::from(Toml::string(DEFAULTS));
         if let Some(file) = file {
             figment = figment.merge(Toml::file_exact(file));
@@ -479,7 +479,7 @@ impl Settings {
 
 /// What `{sitemap}` in a `submit_urls` template stands for: the site's
 /// index URL, percent-encoded.
-pub const SITEMAP_PLACEHOLDER: &str = "{sitemap}";
+pub(crate) const SITEMAP_PLACEHOLDER: &str = "{sitemap}";
 
 fn is_web_url(text: &str) -> bool {
     Url::parse(text).is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())

@@ -30,7 +30,7 @@
 //! `src/cli/`. How pages are kept, the fold and the change feed are told in
 //! `docs/architecture.md`; the schema is `schema.sql`.
 
-pub mod announce;
+pub(crate) mod announce;
 pub mod app;
 pub mod clock;
 pub mod config;

@@ -55,7 +55,7 @@ struct PoolLabels {
 }
 
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     body_bytes: Family<RouteLabels, Counter>,
@@ -245,19 +245,19 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn request(&self, route: &'static str, status: u16) {
+    pub(crate) fn request(&self, route: &'static str, status: u16) {
         self.requests
             .get_or_create(&RequestLabels { route, status })
             .inc();
     }
 
-    pub fn body_bytes(&self, route: &'static str, bytes: usize) {
+    pub(crate) fn body_bytes(&self, route: &'static str, bytes: usize) {
         self.body_bytes
             .get_or_create(&RouteLabels { route })
             .inc_by(bytes as u64);
     }
 
-    pub fn page_built(&self, took: Duration, rows: u64, left_out: u64) {
+    pub(crate) fn page_built(&self, took: Duration, rows: u64, left_out: u64) {
         self.page_build.observe(took.as_secs_f64());
         self.rows_read.inc_by(rows);
         self.rows_left_out.inc_by(left_out);
@@ -265,44 +265,44 @@ impl Metrics {
 
     /// A compressed page was answered, its bytes from `source` (a
     /// [`Source`](crate::pages::cache::Source)'s label).
-    pub fn page_served(&self, source: &'static str) {
+    pub(crate) fn page_served(&self, source: &'static str) {
         self.pages_served
             .get_or_create(&SourceLabels { source })
             .inc();
     }
 
     /// A connection was accepted into a tier.
-    pub fn connection_opened(&self, overflow: bool) {
+    pub(crate) fn connection_opened(&self, overflow: bool) {
         self.connections_open.get_or_create(&tier(overflow)).inc();
     }
 
     /// A connection of a tier has ended.
-    pub fn connection_ended(&self, overflow: bool) {
+    pub(crate) fn connection_ended(&self, overflow: bool) {
         self.connections_open.get_or_create(&tier(overflow)).dec();
     }
 
     /// A connection was closed, for `reason` (a close reason's label).
-    pub fn connection_closed(&self, reason: &'static str) {
+    pub(crate) fn connection_closed(&self, reason: &'static str) {
         self.connections_closed
             .get_or_create(&ReasonLabels { reason })
             .inc();
     }
 
     /// Bytes response bodies hold now.
-    pub fn response_memory(&self, bytes: u64) {
+    pub(crate) fn response_memory(&self, bytes: u64) {
         self.response_memory_bytes
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
     /// A request answered `503` to protect the service.
-    pub fn response_refused(&self, reason: &'static str) {
+    pub(crate) fn response_refused(&self, reason: &'static str) {
         self.responses_refused
             .get_or_create(&ReasonLabels { reason })
             .inc();
     }
 
     /// An IndexNow POST of `urls` URLs for `site` was made.
-    pub fn indexnow_sent(&self, site: &str, urls: usize) {
+    pub(crate) fn indexnow_sent(&self, site: &str, urls: usize) {
         let site = site_labels(site);
         self.indexnow_batches_sent.get_or_create(&site).inc();
         self.indexnow_urls_sent
@@ -311,7 +311,7 @@ impl Metrics {
     }
 
     /// The endpoint accepted a POST of `urls` URLs.
-    pub fn indexnow_accepted(&self, site: &str, urls: usize) {
+    pub(crate) fn indexnow_accepted(&self, site: &str, urls: usize) {
         let site = site_labels(site);
         self.indexnow_batches_accepted.get_or_create(&site).inc();
         self.indexnow_urls_accepted
@@ -320,7 +320,7 @@ impl Metrics {
     }
 
     /// The endpoint answered a POST with `status` (`None`: no answer).
-    pub fn indexnow_refused(&self, site: &str, status: Option<u16>) {
+    pub(crate) fn indexnow_refused(&self, site: &str, status: Option<u16>) {
         self.indexnow_batches_refused
             .get_or_create(&site_status(site, status))
             .inc();
@@ -328,7 +328,7 @@ impl Metrics {
 
     /// What `site` has not delivered yet: feed entries (`None`: not counted
     /// this time), and the age of the oldest.
-    pub fn indexnow_backlog(&self, site: &str, changes: Option<i64>, age: Duration) {
+    pub(crate) fn indexnow_backlog(&self, site: &str, changes: Option<i64>, age: Duration) {
         let site = site_labels(site);
         if let Some(changes) = changes {
             self.indexnow_backlog_changes
@@ -342,14 +342,14 @@ impl Metrics {
 
     /// A submission of `site`'s index was answered `status` (`None`: no
     /// answer).
-    pub fn submission(&self, site: &str, status: Option<u16>) {
+    pub(crate) fn submission(&self, site: &str, status: Option<u16>) {
         self.submissions
             .get_or_create(&site_status(site, status))
             .inc();
     }
 
     /// The metrics in text form, with `gauges` as read now.
-    pub fn render(&self, gauges: Gauges) -> String {
+    pub(crate) fn render(&self, gauges: Gauges) -> String {
         self.page_cache_bytes
             .set(i64::try_from(gauges.page_cache_bytes).unwrap_or(i64::MAX));
         self.pool
@@ -375,15 +375,15 @@ impl Metrics {
 
 /// What the metrics read from elsewhere when scraped.
 #[derive(Debug, Default)]
-pub struct Gauges {
-    pub page_cache_bytes: u64,
-    pub pool_size: i64,
-    pub pool_idle: i64,
+pub(crate) struct Gauges {
+    pub(crate) page_cache_bytes: u64,
+    pub(crate) pool_size: i64,
+    pub(crate) pool_idle: i64,
     /// Rows left out per site; `None` keeps them as last read (the database
     /// did not answer in time).
-    pub skipped_rows: Option<Vec<(String, i64)>>,
+    pub(crate) skipped_rows: Option<Vec<(String, i64)>>,
     /// hreflang clusters with a problem; `None` as for `skipped_rows`.
-    pub hreflang_cluster_problems: Option<i64>,
+    pub(crate) hreflang_cluster_problems: Option<i64>,
 }
 
 fn site_labels(site: &str) -> SiteLabels {

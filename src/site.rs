@@ -15,16 +15,16 @@ pub struct Site {
     /// Lower-case `scheme://host[:port]`.
     pub origin: String,
     /// Lower-case host name (no port): what requests are routed by.
-    pub host: String,
+    pub(crate) host: String,
     /// The base URL's path, starting and ending with `/`.
     pub path_prefix: String,
     /// The operator's robots.txt for this site's host, if configured.
-    pub robots_txt: Option<String>,
+    pub(crate) robots_txt: Option<String>,
     /// Whether this site's index also lists the pages of the sites in its
     /// subfolders (see [`Site::holds`]).
-    pub include_subfolder_sites: bool,
+    pub(crate) include_subfolder_sites: bool,
     /// The site's IndexNow key, if it pushes changes (see `indexnow`).
-    pub indexnow_key: Option<String>,
+    pub(crate) indexnow_key: Option<String>,
 }
 
 impl Site {
@@ -58,7 +58,7 @@ impl Site {
     /// subfolder sites, and `other` lies under its base URL, on the same
     /// scheme and host (never another host or subdomain: a sitemap index
     /// may only list what is below it).
-    pub fn holds(&self, other: &Site) -> bool {
+    pub(crate) fn holds(&self, other: &Site) -> bool {
         self.include_subfolder_sites
             && other.name != self.name
             && other.origin == self.origin
@@ -67,7 +67,7 @@ impl Site {
     }
 
     /// Why requests could not tell this site and `other` apart, if so.
-    pub fn clash(&self, other: &Site, proxy_strips_prefix: bool) -> Option<&'static str> {
+    pub(crate) fn clash(&self, other: &Site, proxy_strips_prefix: bool) -> Option<&'static str> {
         if self.name == other.name {
             Some("two sites share the name")
         } else if self.host == other.host && self.path_prefix == other.path_prefix {

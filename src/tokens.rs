@@ -15,13 +15,13 @@ const TOKEN_PREFIX: &str = "smd_";
 
 /// The digests of the tokens the API admits.
 #[derive(Debug, Clone, Default)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     digests: Vec<[u8; 32]>,
 }
 
 impl Tokens {
     /// From configured `sha256:<hex>` strings; `Err` names the first bad one.
-    pub fn from_hashes(hashes: &[String]) -> Result<Tokens, String> {
+    pub(crate) fn from_hashes(hashes: &[String]) -> Result<Tokens, String> {
         let digests = hashes
             .iter()
             .map(|hash| parse_digest(hash).ok_or_else(|| hash.clone()))
@@ -29,14 +29,14 @@ impl Tokens {
         Ok(Tokens { digests })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.digests.is_empty()
     }
 
     /// Whether `presented` is one of the tokens. Every digest is compared,
     /// each in constant time, so timing tells nothing of how close a guess
     /// came or which token matched.
-    pub fn admits(&self, presented: &str) -> bool {
+    pub(crate) fn admits(&self, presented: &str) -> bool {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let matched = self
             .digests

@@ -27,7 +27,7 @@ use crate::site::Site;
 use crate::store::{self, ChangeBatch, Store};
 
 /// The protocol's limit of URLs in one POST.
-pub const MAX_URLS_PER_POST: usize = 10_000;
+pub(crate) const MAX_URLS_PER_POST: usize = 10_000;
 
 /// The first wait after an unanswered or throttled POST; each further one
 /// doubles, up to [`MAX_BACKOFF`].
@@ -46,23 +46,23 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=ut
 
 /// A site that pushes its changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub site: String,
+pub(crate) struct Target {
+    pub(crate) site: String,
     /// The base URL's `host[:port]`: every URL of the site is on it.
-    pub host: String,
-    pub key: String,
+    pub(crate) host: String,
+    pub(crate) key: String,
     /// Where the key file is, when it is not at the host's root. IndexNow
     /// then takes only URLs under that file's folder.
-    pub key_location: Option<String>,
+    pub(crate) key_location: Option<String>,
     /// Where the engine fetches the key file to check it.
-    pub key_file: String,
+    pub(crate) key_file: String,
 }
 
 impl Target {
     /// `site`'s push, if it has a key. Its key file is at the host's root
     /// when sitemapd answers there: the site's base URL is the root, or
     /// another configured site's is and the proxy passes paths through.
-    pub fn of(site: &Site, sites: &[Site], proxy_strips_prefix: bool) -> Option<Target> {
+    pub(crate) fn of(site: &Site, sites: &[Site], proxy_strips_prefix: bool) -> Option<Target> {
         let key = site.indexnow_key.clone()?;
         let root_answered = site.path_prefix == "/"
             || (!proxy_strips_prefix
@@ -88,17 +88,17 @@ impl Target {
 
 /// The body of one POST, as the protocol names its fields.
 #[derive(Debug, Serialize)]
-pub struct Submission<'a> {
-    pub host: &'a str,
-    pub key: &'a str,
+pub(crate) struct Submission<'a> {
+    pub(crate) host: &'a str,
+    pub(crate) key: &'a str,
     #[serde(rename = "keyLocation", skip_serializing_if = "Option::is_none")]
-    pub key_location: Option<&'a str>,
+    pub(crate) key_location: Option<&'a str>,
     #[serde(rename = "urlList")]
-    pub url_list: &'a [String],
+    pub(crate) url_list: &'a [String],
 }
 
 impl<'a> Submission<'a> {
-    pub fn of(target: &'a Target, urls: &'a [String]) -> Submission<'a> {
+    pub(crate) fn of(target: &'a Target, urls: &'a [String]) -> Submission<'a> {
         Submission {
             host: &target.host,
             key: &target.key,
@@ -110,13 +110,13 @@ impl<'a> Submission<'a> {
 
 /// The pusher: every site with a key, one endpoint.
 #[derive(Debug, Clone)]
-pub struct Pusher {
-    pub store: Store,
-    pub client: reqwest::Client,
-    pub endpoint: String,
-    pub batch_delay: Duration,
-    pub targets: Vec<Target>,
-    pub metrics: Arc<Metrics>,
+pub(crate) struct Pusher {
+    pub(crate) store: Store,
+    pub(crate) client: reqwest::Client,
+    pub(crate) endpoint: String,
+    pub(crate) batch_delay: Duration,
+    pub(crate) targets: Vec<Target>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 /// Where one site's push stands between two looks at its backlog.
@@ -149,7 +149,7 @@ struct Retry {
 
 /// What became of one try to send a site's next batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sent {
+pub(crate) enum Sent {
     /// Nothing was waiting.
     Nothing,
     /// Another replica has the turn.
@@ -164,7 +164,7 @@ pub enum Sent {
 
 impl Pusher {
     /// Pushes until aborted.
-    pub async fn run(self) {
+    pub(crate) async fn run(self) {
         let poll = self.batch_delay.clamp(POLL_MIN, POLL_MAX);
         let mut progress: Vec<Progress> =
             self.targets.iter().map(|_| Progress::default()).collect();
@@ -230,7 +230,7 @@ impl Pusher {
     /// Sends everything waiting now, without the batch delay, until it is
     /// sent, another replica has the turn, or the endpoint asks to wait.
     /// Returns the last outcome and the URLs the endpoint took.
-    pub async fn flush(&self, target: &Target) -> Result<(Sent, usize), store::Error> {
+    pub(crate) async fn flush(&self, target: &Target) -> Result<(Sent, usize), store::Error> {
         let mut progress = Progress::default();
         let mut total = 0;
         loop {
@@ -242,7 +242,7 @@ impl Pusher {
     }
 
     /// What `target` would send next, as the request: for `submit --dry-run`.
-    pub async fn preview(&self, target: &Target) -> Result<Vec<String>, store::Error> {
+    pub(crate) async fn preview(&self, target: &Target) -> Result<Vec<String>, store::Error> {
         let batch = self
             .store
             .peek_indexnow(&target.site, MAX_URLS_PER_POST)

@@ -15,14 +15,14 @@ use axum::http::{HeaderMap, header};
 
 use crate::store;
 
-pub mod indexnow;
-pub mod submit;
+pub(crate) mod indexnow;
+pub(crate) mod submit;
 
 /// The background senders a service runs, each `None` when not configured.
 #[derive(Debug, Clone, Default)]
 pub struct Announcers {
-    pub indexnow: Option<indexnow::Pusher>,
-    pub submitter: Option<submit::Submitter>,
+    pub(crate) indexnow: Option<indexnow::Pusher>,
+    pub(crate) submitter: Option<submit::Submitter>,
 }
 
 impl Announcers {
@@ -98,7 +98,7 @@ const BODY_IN_LOG: usize = 1024;
 
 /// The HTTP client both use: rustls with the Mozilla roots built in, so a
 /// container image needs no CA bundle.
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     let roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };

@@ -26,26 +26,26 @@ const TICK_MAX: Duration = Duration::from_secs(30);
 
 /// A site whose index is announced, and the sites its index lists.
 #[derive(Debug, Clone)]
-pub struct SiteIndex {
-    pub site: Site,
-    pub members: Vec<Site>,
+pub(crate) struct SiteIndex {
+    pub(crate) site: Site,
+    pub(crate) members: Vec<Site>,
 }
 
 #[derive(Debug, Clone)]
-pub struct Submitter {
-    pub store: Store,
-    pub client: reqwest::Client,
-    pub templates: Vec<String>,
-    pub interval: Duration,
+pub(crate) struct Submitter {
+    pub(crate) store: Store,
+    pub(crate) client: reqwest::Client,
+    pub(crate) templates: Vec<String>,
+    pub(crate) interval: Duration,
     /// What each index lists now.
-    pub index_reader: Indexes,
-    pub indexes: Vec<SiteIndex>,
-    pub metrics: Arc<Metrics>,
+    pub(crate) index_reader: Indexes,
+    pub(crate) indexes: Vec<SiteIndex>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 /// Whether a round respects the interval and sends only changed indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum When {
+pub(crate) enum When {
     Due,
     /// `sitemapd submit`: every index, now.
     Now,
@@ -53,14 +53,14 @@ pub enum When {
 
 /// One GET made, and its answer (`None`: no answer).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Submitted {
-    pub url: String,
-    pub status: Option<u16>,
+pub(crate) struct Submitted {
+    pub(crate) url: String,
+    pub(crate) status: Option<u16>,
 }
 
 impl Submitter {
     /// Submits what is due until aborted.
-    pub async fn run(self) {
+    pub(crate) async fn run(self) {
         let tick = (self.interval / 4).clamp(TICK_MIN, TICK_MAX);
         loop {
             if let Err(error) = self.round(When::Due).await {
@@ -72,7 +72,7 @@ impl Submitter {
 
     /// The GETs a round would make now, whatever their turn: for
     /// `submit --dry-run`.
-    pub async fn planned(&self) -> Result<Vec<String>, Arc<store::Error>> {
+    pub(crate) async fn planned(&self) -> Result<Vec<String>, Arc<store::Error>> {
         let mut planned = Vec::new();
         for index in &self.indexes {
             let (urls, _) = self.index_state(index).await?;
@@ -84,7 +84,7 @@ impl Submitter {
     }
 
     /// Sends each index to each template when `when` says it is time.
-    pub async fn round(&self, when: When) -> Result<Vec<Submitted>, Arc<store::Error>> {
+    pub(crate) async fn round(&self, when: When) -> Result<Vec<Submitted>, Arc<store::Error>> {
         let mut submitted = Vec::new();
         for index in &self.indexes {
             let (urls, version) = self.index_state(index).await?;
@@ -164,7 +164,7 @@ impl Submitter {
 }
 
 /// `template` with its placeholder replaced by `index_url`, percent-encoded.
-pub fn fill(template: &str, index_url: &str) -> String {
+pub(crate) fn fill(template: &str, index_url: &str) -> String {
     let encoded: String = url::form_urlencoded::byte_serialize(index_url.as_bytes()).collect();
     template.replace(SITEMAP_PLACEHOLDER, &encoded)
 }

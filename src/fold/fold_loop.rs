@@ -29,10 +29,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// What the loop needs.
 #[derive(Debug, Clone)]
 pub(crate) struct Folder {
-    pub store: Store,
-    pub summaries: Arc<Summaries>,
-    pub interval: Duration,
-    pub retention: Retention,
+    pub(crate) store: Store,
+    pub(crate) summaries: Arc<Summaries>,
+    pub(crate) interval: Duration,
+    pub(crate) retention: Retention,
 }
 
 impl Folder {

@@ -49,13 +49,13 @@ pub(crate) enum HttpError {
 pub(crate) struct Problem {
     /// Names the kind of problem (`urn:sitemapd:problem:…`).
     #[serde(rename = "type")]
-    pub kind: String,
-    pub title: String,
-    pub status: u16,
-    pub detail: String,
+    pub(crate) kind: String,
+    pub(crate) title: String,
+    pub(crate) status: u16,
+    pub(crate) detail: String,
     /// For `invalid-records`: each broken rule of each rejected record.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<RecordError>,
+    pub(crate) errors: Vec<RecordError>,
 }
 
 /// One broken rule of one record.
@@ -63,16 +63,16 @@ pub(crate) struct Problem {
 pub(crate) struct RecordError {
     /// 0-based index of the record in a JSON array body.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<u64>,
+    pub(crate) index: Option<u64>,
     /// 1-based line of the record in an NDJSON body.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u64>,
-    pub field: String,
+    pub(crate) line: Option<u64>,
+    pub(crate) field: String,
     /// The value as received, cut short.
-    pub value: String,
-    pub rule: String,
+    pub(crate) value: String,
+    pub(crate) rule: String,
     /// All of the above in one sentence.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 impl Problem {

@@ -26,7 +26,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use connections::raise_open_files_limit;
 pub(crate) use error::HttpError;
-pub use sites::Sites;
+pub(crate) use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};
 use crate::store::Store;
@@ -55,7 +55,7 @@ pub struct Shared {
 }
 
 impl HttpState {
-    pub(crate) fn new(shared: Shared) -> Self {
+    pub fn new(shared: Shared) -> Self {
         HttpState(Arc::new(shared))
     }
 }
@@ -69,7 +69,7 @@ impl std::ops::Deref for HttpState {
 }
 
 /// The service's routes with their shared layers.
-pub fn router(state: HttpState) -> Router {
+pub(crate) fn router(state: HttpState) -> Router {
     let mut router = health_routes();
     if !state.metrics_apart {
         router = router.route("/metrics", get(metrics));
@@ -112,7 +112,7 @@ fn health_routes() -> Router<HttpState> {
 /// The operators' port (`metrics_listen`): `/metrics`, the HTML view with
 /// what is left out of the sitemaps (`/sitemaps.html?site=NAME`), and the
 /// health checks, which answer there however busy the public port is.
-pub fn metrics_router(state: HttpState) -> Router {
+pub(crate) fn metrics_router(state: HttpState) -> Router {
     health_routes()
         .route("/metrics", get(metrics))
         .route(crate::metrics::routes::HTML_VIEW, get(operators_view))
@@ -125,7 +125,7 @@ pub fn metrics_router(state: HttpState) -> Router {
 
 /// What a connection past `max_connections` is answered: the health checks
 /// as ever, so probes get through a flood, and `503` for anything else.
-pub fn overflow_router(state: HttpState) -> Router {
+pub(crate) fn overflow_router(state: HttpState) -> Router {
     public_layers(health_routes().fallback(too_many_connections), &state).with_state(state)
 }
 

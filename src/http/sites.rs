@@ -20,10 +20,10 @@ pub struct Sites {
 
 /// A request resolved to a site: the site and the file name asked of it.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Routed<'a> {
-    pub site: &'a Site,
+pub(crate) struct Routed<'a> {
+    pub(crate) site: &'a Site,
     /// The path after the site's base path, e.g. `sitemap-3.xml.gz`.
-    pub file: &'a str,
+    pub(crate) file: &'a str,
 }
 
 impl Sites {
@@ -40,13 +40,13 @@ impl Sites {
     }
 
     /// The primary site: the default of records that name none.
-    pub fn primary(&self) -> &Site {
+    pub(crate) fn primary(&self) -> &Site {
         &self.sites[0]
     }
 
     /// The sites a request with this `Host` may reach: those on that host, or
     /// the only site when the host matches none and `strict_host` is off.
-    pub fn on_host(&self, host: Option<&str>) -> Vec<&Site> {
+    pub(crate) fn on_host(&self, host: Option<&str>) -> Vec<&Site> {
         let on_host: Vec<&Site> = match host {
             Some(host) => self.sites.iter().filter(|s| s.host == host).collect(),
             None => Vec::new(),
@@ -74,7 +74,7 @@ impl Sites {
     /// The IndexNow key whose file a request asks for: `/{key}.txt` at the
     /// root of a host with a site of that key, or `{key}.txt` under the
     /// base path of the site of that key.
-    pub fn indexnow_key<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<&'a str> {
+    pub(crate) fn indexnow_key<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<&'a str> {
         let file = path.rsplit('/').next()?;
         let key = file.strip_suffix(".txt")?;
         let at_root = path.len() == file.len() + 1;
@@ -95,7 +95,7 @@ impl Sites {
     }
 
     /// The site and file a request is for, if any.
-    pub fn route<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<Routed<'a>> {
+    pub(crate) fn route<'a>(&'a self, host: Option<&str>, path: &'a str) -> Option<Routed<'a>> {
         let candidates = self.on_host(host);
         if self.proxy_strips_prefix {
             let site = candidates.first()?;

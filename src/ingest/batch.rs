@@ -35,14 +35,14 @@ pub(crate) enum BatchError {
 /// A record to delete: its loc alone, or its loc and site.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
-pub enum RecordKey {
+pub(crate) enum RecordKey {
     Loc(String),
     Keyed(KeyFields),
 }
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct KeyFields {
+pub(crate) struct KeyFields {
     loc: String,
     site: Option<String>,
 }

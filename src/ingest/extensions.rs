@@ -19,11 +19,11 @@ use crate::sitemap::extensions::{
 };
 
 /// Image keys Google deprecated in 2022.
-pub const DEPRECATED_IMAGE_KEYS: [&str; 4] = ["caption", "geo_location", "title", "license"];
+pub(crate) const DEPRECATED_IMAGE_KEYS: [&str; 4] = ["caption", "geo_location", "title", "license"];
 
 /// Video keys Google deprecated in 2022 (`allow_embed` and `autoplay` were
 /// attributes of `player_loc`).
-pub const DEPRECATED_VIDEO_KEYS: [&str; 6] = [
+pub(crate) const DEPRECATED_VIDEO_KEYS: [&str; 6] = [
     "category",
     "gallery_loc",
     "price",
@@ -62,22 +62,22 @@ const MAX_UPLOADER_CHARS: usize = 255;
 /// A record's place in hreflang clusters: the hreflang values of its own
 /// loc, and the cluster named by the set it lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Membership {
-    pub hreflang: Vec<String>,
+pub(crate) struct Membership {
+    pub(crate) hreflang: Vec<String>,
     /// The smallest href of the set: every member that lists the same set
     /// names the same cluster.
-    pub cluster: String,
+    pub(crate) cluster: String,
 }
 
 /// Checks the extension fields of one record whose (normalised) loc is
 /// `loc`, collecting every broken rule in `errors`.
-pub struct Checker<'a> {
-    pub loc: &'a str,
-    pub now: OffsetDateTime,
-    pub errors: &'a mut Vec<FieldError>,
+pub(crate) struct Checker<'a> {
+    pub(crate) loc: &'a str,
+    pub(crate) now: OffsetDateTime,
+    pub(crate) errors: &'a mut Vec<FieldError>,
     /// Whether a URL lies under a site sitemapd serves: where every member
     /// a record names must be written too.
-    pub served: &'a dyn Fn(&str) -> bool,
+    pub(crate) served: &'a dyn Fn(&str) -> bool,
 }
 
 impl Checker<'_> {
@@ -85,7 +85,7 @@ impl Checker<'_> {
         self.errors.push(field_error(field, value, rule.into()));
     }
 
-    pub fn images(&mut self, value: &Value) -> Option<Vec<Image>> {
+    pub(crate) fn images(&mut self, value: &Value) -> Option<Vec<Image>> {
         let Some(items) = value.as_array() else {
             self.refuse(
                 "images".into(),
@@ -116,7 +116,7 @@ impl Checker<'_> {
         (self.errors.len() == before).then_some(images)
     }
 
-    pub fn videos(&mut self, value: &Value) -> Option<Vec<Video>> {
+    pub(crate) fn videos(&mut self, value: &Value) -> Option<Vec<Video>> {
         let Some(items) = value.as_array() else {
             self.refuse(
                 "videos".into(),
@@ -371,7 +371,7 @@ impl Checker<'_> {
         Some((relationship?, list))
     }
 
-    pub fn news(&mut self, value: &Value) -> Option<News> {
+    pub(crate) fn news(&mut self, value: &Value) -> Option<News> {
         let object = self.object(
             "news",
             value,
@@ -430,7 +430,7 @@ impl Checker<'_> {
     }
 
     /// `[{"hreflang": …, "href": …}]`, which must list the record's own loc.
-    pub fn alternates(&mut self, value: &Value) -> Option<Option<Membership>> {
+    pub(crate) fn alternates(&mut self, value: &Value) -> Option<Option<Membership>> {
         let Some(items) = value.as_array() else {
             self.refuse(
                 "alternates".into(),

@@ -45,7 +45,7 @@ impl fmt::Display for Position {
 }
 
 /// A record read, or why it could not be parsed.
-pub type Parsed = Result<RawRecord, FieldError>;
+pub(crate) type Parsed = Result<RawRecord, FieldError>;
 
 /// Why the input cannot be read (any further).
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +82,7 @@ pub enum Format {
 impl Format {
     /// The format a file's name says, if it says one: `.jsonl` or `.ndjson`,
     /// `.csv`, `.xml`, each optionally followed by `.gz`.
-    pub fn of_file_name(path: &Path) -> Option<Format> {
+    pub(crate) fn of_file_name(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         match name.rsplit_once('.')?.1 {
@@ -115,7 +115,7 @@ pub enum Input {
 }
 
 impl Input {
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Input::File(path) => path.display().to_string(),
             Input::Stdin => "standard input".to_owned(),
@@ -123,7 +123,7 @@ impl Input {
     }
 
     /// The file's size on disk (none for standard input).
-    pub fn size(&self) -> Option<u64> {
+    pub(crate) fn size(&self) -> Option<u64> {
         match self {
             Input::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
             Input::Stdin => None,
@@ -177,19 +177,19 @@ impl<R: Read> Read for Counted<R> {
 pub struct ReadOptions {
     /// Ignore (and count) JSON fields and CSV columns records do not have,
     /// instead of refusing them.
-    pub ignore_unknown_fields: bool,
+    pub(crate) ignore_unknown_fields: bool,
     /// The input's bytes read so far (compressed, for gzip), for progress.
-    pub bytes_read: Arc<AtomicU64>,
+    pub(crate) bytes_read: Arc<AtomicU64>,
 }
 
 /// What the input held that records do not carry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Unread {
     /// Sitemap elements sitemapd never serves, by element.
-    pub dropped: Dropped,
+    pub(crate) dropped: Dropped,
     /// Fields and columns ignored by `--ignore-unknown-fields`, by name:
     /// how many values each held.
-    pub ignored: Dropped,
+    pub(crate) ignored: Dropped,
 }
 
 /// Distinct ignored names counted one by one; the rest are counted together,

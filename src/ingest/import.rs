@@ -303,7 +303,7 @@ enum Path {
 
 /// Upserts validated records in one transaction, as an import does: all
 /// applied or none, and a record identical to its row changes nothing.
-pub async fn write_records(
+pub(crate) async fn write_records(
     store: &Store,
     records: &[Record],
 ) -> Result<ImportCounts, store::Error> {

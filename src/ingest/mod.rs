@@ -11,9 +11,9 @@
 //! - [`batch`]: a write API request body taken apart into records.
 
 pub(crate) mod batch;
-pub mod extensions;
+pub(crate) mod extensions;
 pub mod formats;
 pub mod import;
-pub mod sitemap_entry;
+pub(crate) mod sitemap_entry;
 pub(crate) mod sort;
 pub mod validate;

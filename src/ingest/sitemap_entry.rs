@@ -22,12 +22,12 @@ use crate::sitemap::extensions::{
 
 /// Elements and attributes left out of an import, by qualified name
 /// (`image:caption`, `video:player_loc@autoplay`), with how often.
-pub type Dropped = BTreeMap<String, u64>;
+pub(crate) type Dropped = BTreeMap<String, u64>;
 
 /// Whose element: the sitemap protocol's (any namespace but the extensions',
 /// as crawlers read it), or one of the extensions'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Namespace {
+pub(crate) enum Namespace {
     Sitemap,
     Image,
     Video,
@@ -36,7 +36,7 @@ pub enum Namespace {
 }
 
 impl Namespace {
-    pub fn of(uri: &str) -> Namespace {
+    pub(crate) fn of(uri: &str) -> Namespace {
         [
             (IMAGE_NAMESPACE, Namespace::Image),
             (VIDEO_NAMESPACE, Namespace::Video),
@@ -95,7 +95,7 @@ fn video_attribute(field: &str) -> Option<&'static str> {
 
 /// Builds one record from the events inside one `<url>`.
 #[derive(Debug, Default)]
-pub struct EntryReader {
+pub(crate) struct EntryReader {
     record: RawRecord,
     images: Vec<Value>,
     videos: Vec<Map<String, Value>>,
@@ -110,7 +110,7 @@ pub struct EntryReader {
 impl EntryReader {
     /// An element opened inside the `<url>`, with its attributes (by local
     /// name, values unescaped).
-    pub fn start(
+    pub(crate) fn start(
         &mut self,
         namespace: Namespace,
         name: &str,
@@ -208,14 +208,14 @@ impl EntryReader {
     }
 
     /// Text inside the current element.
-    pub fn text(&mut self, text: &str) {
+    pub(crate) fn text(&mut self, text: &str) {
         if matches!(self.open.last(), Some(Open::Field(_))) {
             self.text.push_str(text);
         }
     }
 
     /// The current element closed.
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         self.names.pop();
         let Some(Open::Field(field)) = self.open.pop() else {
             return;
@@ -254,7 +254,7 @@ impl EntryReader {
     }
 
     /// The record, its extensions as the import's fields.
-    pub fn finish(self) -> RawRecord {
+    pub(crate) fn finish(self) -> RawRecord {
         let mut record = self.record;
         if !self.images.is_empty() {
             record.images = Some(Value::Array(self.images));

@@ -24,13 +24,13 @@ use crate::sitemap::writer::MAX_LOC_CHARS;
 use crate::sitemap::{CHANGEFREQS, web_url_problem};
 
 /// How far in the future a lastmod may be, for clocks that disagree a little.
-pub const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
+pub(crate) const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
 
 /// Values quoted in errors are cut to this many characters.
-pub const QUOTE_CHARS: usize = 100;
+pub(crate) const QUOTE_CHARS: usize = 100;
 
 /// The fields of [`RawRecord`], by their JSON names.
-pub const RECORD_FIELDS: [&str; 10] = [
+pub(crate) const RECORD_FIELDS: [&str; 10] = [
     "loc",
     "lastmod",
     "changefreq",
@@ -82,23 +82,23 @@ pub struct RawRecord {
 /// A valid record, normalised, ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    pub site: String,
-    pub section: String,
+    pub(crate) site: String,
+    pub(crate) section: String,
     pub loc: String,
-    pub lastmod: Option<OffsetDateTime>,
-    pub changefreq: Option<&'static str>,
-    pub priority: Option<f32>,
-    pub images: Option<Vec<Image>>,
-    pub videos: Option<Vec<Video>>,
-    pub news: Option<News>,
-    pub membership: Option<Membership>,
+    pub(crate) lastmod: Option<OffsetDateTime>,
+    pub(crate) changefreq: Option<&'static str>,
+    pub(crate) priority: Option<f32>,
+    pub(crate) images: Option<Vec<Image>>,
+    pub(crate) videos: Option<Vec<Video>>,
+    pub(crate) news: Option<News>,
+    pub(crate) membership: Option<Membership>,
 }
 
 /// One broken rule: which field, the value (cut short), and the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
     pub field: String,
-    pub value: String,
+    pub(crate) value: String,
     pub rule: String,
 }
 
@@ -136,7 +136,7 @@ impl<'a> Validator<'a> {
 
     /// What a reader parsed, validated: the reader's own error (a record
     /// that could not be parsed) or every rule the record breaks.
-    pub fn validate_parsed(
+    pub(crate) fn validate_parsed(
         &self,
         parsed: Result<RawRecord, FieldError>,
     ) -> Result<Record, Vec<FieldError>> {
@@ -368,7 +368,7 @@ fn parse_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
 
 /// Parses the W3C datetime profile of ISO 8601 (YYYY, YYYY-MM, YYYY-MM-DD,
 /// then hh:mm, hh:mm:ss or hh:mm:ss.s with a zone designator) into UTC.
-pub fn parse_w3c_datetime(value: &str) -> Option<OffsetDateTime> {
+pub(crate) fn parse_w3c_datetime(value: &str) -> Option<OffsetDateTime> {
     let (date, time) = match value.split_once('T') {
         Some((date, time)) => (date, Some(time)),
         None => (value, None),

@@ -36,18 +36,18 @@ pub(crate) fn total_len(chunks: &Chunks) -> usize {
 
 /// Identifies one build of one page in one encoding.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PageKey {
-    pub site: String,
-    pub section: String,
-    pub page: i32,
-    pub codec: Codec,
+pub(crate) struct PageKey {
+    pub(crate) site: String,
+    pub(crate) section: String,
+    pub(crate) page: i32,
+    pub(crate) codec: Codec,
     /// The page's change time: its version.
-    pub version: OffsetDateTime,
+    pub(crate) version: OffsetDateTime,
 }
 
 /// Where a page's bytes came from, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// Memory, or another request's build that this one waited for.
     Memory,
     Disk,
@@ -56,7 +56,7 @@ pub enum Source {
 
 impl Source {
     /// The metrics label.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Source::Memory => "memory",
             Source::Disk => "disk",

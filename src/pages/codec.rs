@@ -14,7 +14,7 @@ pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
 /// How a body is compressed: gzip for `.xml.gz` files, and any of these on
 /// the wire for `.xml` documents, as the client accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Codec {
+pub(crate) enum Codec {
     Identity,
     Gzip,
     Brotli,
@@ -29,7 +29,7 @@ const ZSTD_LEVEL: i32 = 3;
 
 impl Codec {
     /// The `Content-Encoding` token (also used in ETags).
-    pub fn token(self) -> &'static str {
+    pub(crate) fn token(self) -> &'static str {
         match self {
             Codec::Identity => "identity",
             Codec::Gzip => "gzip",

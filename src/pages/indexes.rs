@@ -41,14 +41,14 @@ impl Indexes {
     }
 
     /// Every page of `site`, emptied ones included, in index order.
-    pub async fn of(&self, site: &Site) -> Result<Snapshot, Arc<store::Error>> {
+    pub(crate) async fn of(&self, site: &Site) -> Result<Snapshot, Arc<store::Error>> {
         self.summaries.of(&self.store, &site.name).await
     }
 
     /// What an index of `members` lists now: their summaries as the cache
     /// holds them (shared, not copied), and how many pages one index file
     /// takes.
-    pub async fn listing<'a>(
+    pub(crate) async fn listing<'a>(
         &self,
         members: &[&'a Site],
     ) -> Result<IndexListing<'a>, Arc<store::Error>> {
@@ -91,16 +91,16 @@ impl Indexes {
 /// The pages an index of several sites lists, site by site, each site's in
 /// index order.
 #[derive(Debug)]
-pub struct IndexListing<'a> {
+pub(crate) struct IndexListing<'a> {
     snapshots: Vec<(&'a Site, Snapshot)>,
     /// Pages one index file lists at most.
-    pub capacity: usize,
+    pub(crate) capacity: usize,
 }
 
 impl IndexListing<'_> {
     /// Every page, emptied ones included (they still move lastmods), with
     /// its site.
-    pub fn pages(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
+    pub(crate) fn pages(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
         self.snapshots
             .iter()
             .flat_map(|(site, snapshot)| snapshot.iter().map(move |entry| (*site, entry)))
@@ -108,13 +108,13 @@ impl IndexListing<'_> {
 
     /// The pages an index lists: the non-empty ones, and a site's first
     /// news sitemap, empty or not.
-    pub fn listed(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
+    pub(crate) fn listed(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
         self.pages().filter(|(_, entry)| entry.listed)
     }
 
     /// Into how many index files of [`IndexListing::capacity`] pages the
     /// listed pages split (one at least).
-    pub fn chunks(&self) -> usize {
+    pub(crate) fn chunks(&self) -> usize {
         self.listed().count().div_ceil(self.capacity).max(1)
     }
 }

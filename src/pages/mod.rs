@@ -16,7 +16,7 @@ pub(crate) mod warmup;
 
 use std::sync::Arc;
 
-pub use indexes::{IndexListing, Indexes};
+pub(crate) use indexes::{IndexListing, Indexes};
 
 use crate::config::Settings;
 use crate::pages::cache::{Chunks, PageCache, PageKey, Source};
@@ -36,12 +36,12 @@ pub struct Pages {
     /// Digest of the settings that shape a page's bytes, for its ETag.
     pub(crate) fingerprint: String,
     /// What the index files list.
-    pub indexes: Indexes,
+    pub(crate) indexes: Indexes,
 }
 
 impl Pages {
     /// One page's summary, if the index lists it.
-    pub async fn summary(
+    pub(crate) async fn summary(
         &self,
         site: &Site,
         section: &str,
@@ -55,7 +55,7 @@ impl Pages {
     /// A page's compressed bytes from the cache, built (once, holding a
     /// build slot) if they are not there at this version; `route` labels
     /// the build's metrics.
-    pub async fn cached(
+    pub(crate) async fn cached(
         &self,
         key: PageKey,
         route: &'static str,
@@ -70,7 +70,7 @@ impl Pages {
 
 /// A short, stable digest of whatever shapes a document's bytes besides its
 /// rows (settings, base URL, this build), for the ETag's variant part.
-pub fn digest(parts: &[&str]) -> String {
+pub(crate) fn digest(parts: &[&str]) -> String {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
     for part in parts {
@@ -81,7 +81,7 @@ pub fn digest(parts: &[&str]) -> String {
 }
 
 /// What shapes a page's bytes besides its rows, digested for its ETag.
-pub fn fingerprint(settings: &Settings) -> String {
+pub(crate) fn fingerprint(settings: &Settings) -> String {
     digest(&[
         &settings.gzip_level.to_string(),
         &settings.lastmod_fallback.to_string(),

@@ -25,7 +25,7 @@ use crate::store::Store;
 
 /// Why a page could not be (completely) rendered.
 #[derive(Debug, thiserror::Error)]
-pub enum RenderError {
+pub(crate) enum RenderError {
     /// Every build slot stayed busy for the configured wait: shed.
     #[error("too many pages being built: shed")]
     Overloaded,
@@ -40,20 +40,20 @@ pub enum RenderError {
 /// How pages are rendered: the service's settings that shape a page.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RenderOptions {
-    pub max_urls: u32,
-    pub max_bytes: u64,
-    pub gzip_level: u32,
-    pub lastmod_fallback: bool,
+    pub(crate) max_urls: u32,
+    pub(crate) max_bytes: u64,
+    pub(crate) gzip_level: u32,
+    pub(crate) lastmod_fallback: bool,
 }
 
 /// What rendering a page needs besides the page itself.
 #[derive(Debug, Clone)]
 pub(crate) struct Renderer {
-    pub store: Store,
-    pub options: RenderOptions,
-    pub skips: Arc<SkipLog>,
-    pub metrics: Arc<Metrics>,
-    pub slots: BuildSlots,
+    pub(crate) store: Store,
+    pub(crate) options: RenderOptions,
+    pub(crate) skips: Arc<SkipLog>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) slots: BuildSlots,
 }
 
 /// At most this many pages are built at once. A build that cannot get a

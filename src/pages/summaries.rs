@@ -28,10 +28,10 @@ pub(crate) const CHANNEL: &str = "sitemapd_pages";
 
 /// What the summaries say of one page.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageSummary {
-    pub url_count: i32,
+pub(crate) struct PageSummary {
+    pub(crate) url_count: i32,
     /// When a row of the page last changed: its version.
-    pub lastmod: OffsetDateTime,
+    pub(crate) lastmod: OffsetDateTime,
 }
 
 /// A site's pages as the summaries had them, in index order.
@@ -61,12 +61,16 @@ impl Summaries {
     }
 
     /// Whether snapshots are kept at all.
-    pub fn is_disabled(&self) -> bool {
+    pub(crate) fn is_disabled(&self) -> bool {
         self.max_age.is_zero()
     }
 
     /// Every page of `site`, emptied ones included, in index order.
-    pub async fn of(&self, store: &Store, site: &str) -> Result<Snapshot, Arc<store::Error>> {
+    pub(crate) async fn of(
+        &self,
+        store: &Store,
+        site: &str,
+    ) -> Result<Snapshot, Arc<store::Error>> {
         if self.is_disabled() {
             return Ok(Arc::new(store.index(site).await?));
         }
@@ -77,7 +81,7 @@ impl Summaries {
     }
 
     /// One page's summary, if the index lists it.
-    pub async fn page(
+    pub(crate) async fn page(
         &self,
         store: &Store,
         site: &str,

@@ -20,7 +20,7 @@ pub const LANGUAGES: [&str; 184] = [
 ];
 
 /// ISO 3166-1 alpha-2 country codes, upper case, sorted.
-pub const COUNTRIES: [&str; 249] = [
+pub(crate) const COUNTRIES: [&str; 249] = [
     "AD", "AE", "AF", "AG", "AI", "AL", "AM", "AO", "AQ", "AR", "AS", "AT", "AU", "AW", "AX", "AZ",
     "BA", "BB", "BD", "BE", "BF", "BG", "BH", "BI", "BJ", "BL", "BM", "BN", "BO", "BQ", "BR", "BS",
     "BT", "BV", "BW", "BY", "BZ", "CA", "CC", "CD", "CF", "CG", "CH", "CI", "CK", "CL", "CM", "CN",
@@ -40,18 +40,18 @@ pub const COUNTRIES: [&str; 249] = [
 ];
 
 /// An ISO 639-1 language code (lower case).
-pub fn is_language(code: &str) -> bool {
+pub(crate) fn is_language(code: &str) -> bool {
     LANGUAGES.binary_search(&code).is_ok()
 }
 
 /// An ISO 3166-1 alpha-2 country code (upper case).
-pub fn is_country(code: &str) -> bool {
+pub(crate) fn is_country(code: &str) -> bool {
     COUNTRIES.binary_search(&code).is_ok()
 }
 
 /// An hreflang value: a language, optionally `-` and a region, or
 /// `x-default`; matched case-insensitively, as crawlers do.
-pub fn is_hreflang(value: &str) -> bool {
+pub(crate) fn is_hreflang(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     if lower == "x-default" {
         return true;
@@ -66,7 +66,7 @@ pub fn is_hreflang(value: &str) -> bool {
 
 /// A Google News language: ISO 639 (two or three letters, lower case), or
 /// `zh-cn` / `zh-tw`.
-pub fn is_news_language(value: &str) -> bool {
+pub(crate) fn is_news_language(value: &str) -> bool {
     is_language(value)
         || (value.len() == 3 && value.bytes().all(|b| b.is_ascii_lowercase()))
         || matches!(value, "zh-cn" | "zh-tw")

@@ -11,27 +11,27 @@ use serde::{Deserialize, Serialize};
 
 use super::writer::{SkipReason, write_loc, write_text};
 
-pub const IMAGE_NAMESPACE: &str = "http://www.google.com/schemas/sitemap-image/1.1";
-pub const VIDEO_NAMESPACE: &str = "http://www.google.com/schemas/sitemap-video/1.1";
-pub const NEWS_NAMESPACE: &str = "http://www.google.com/schemas/sitemap-news/0.9";
-pub const XHTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
+pub(crate) const IMAGE_NAMESPACE: &str = "http://www.google.com/schemas/sitemap-image/1.1";
+pub(crate) const VIDEO_NAMESPACE: &str = "http://www.google.com/schemas/sitemap-video/1.1";
+pub(crate) const NEWS_NAMESPACE: &str = "http://www.google.com/schemas/sitemap-news/0.9";
+pub(crate) const XHTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 
 /// At most this many images per URL (Google).
-pub const MAX_IMAGES: usize = 1000;
+pub(crate) const MAX_IMAGES: usize = 1000;
 
 /// At most this many tags per video (Google).
-pub const MAX_VIDEO_TAGS: usize = 32;
+pub(crate) const MAX_VIDEO_TAGS: usize = 32;
 
 /// One `<image:image>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Image {
-    pub loc: String,
+pub(crate) struct Image {
+    pub(crate) loc: String,
 }
 
 /// Whether a restriction or platform list is the allowed set or the denied one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Relationship {
+pub(crate) enum Relationship {
     Allow,
     Deny,
 }
@@ -46,96 +46,88 @@ impl Relationship {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Restriction {
-    pub relationship: Relationship,
-    pub countries: Vec<String>,
+pub(crate) struct Restriction {
+    pub(crate) relationship: Relationship,
+    pub(crate) countries: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Platform {
-    pub relationship: Relationship,
-    pub platforms: Vec<String>,
+pub(crate) struct Platform {
+    pub(crate) relationship: Relationship,
+    pub(crate) platforms: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Uploader {
-    pub name: String,
+pub(crate) struct Uploader {
+    pub(crate) name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub info: Option<String>,
+    pub(crate) info: Option<String>,
 }
 
 /// One `<video:video>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Video {
-    pub thumbnail_loc: String,
-    pub title: String,
-    pub description: String,
+pub(crate) struct Video {
+    pub(crate) thumbnail_loc: String,
+    pub(crate) title: String,
+    pub(crate) description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content_loc: Option<String>,
+    pub(crate) content_loc: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub player_loc: Option<String>,
+    pub(crate) player_loc: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<u32>,
+    pub(crate) duration: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expiration_date: Option<String>,
+    pub(crate) expiration_date: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rating: Option<f64>,
+    pub(crate) rating: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub view_count: Option<u64>,
+    pub(crate) view_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub publication_date: Option<String>,
+    pub(crate) publication_date: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub family_friendly: Option<bool>,
+    pub(crate) family_friendly: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restriction: Option<Restriction>,
+    pub(crate) restriction: Option<Restriction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub platform: Option<Platform>,
+    pub(crate) platform: Option<Platform>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requires_subscription: Option<bool>,
+    pub(crate) requires_subscription: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uploader: Option<Uploader>,
+    pub(crate) uploader: Option<Uploader>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub live: Option<bool>,
+    pub(crate) live: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
 }
 
 /// A Google News article.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct News {
-    pub publication_name: String,
-    pub language: String,
-    pub publication_date: String,
-    pub title: String,
+pub(crate) struct News {
+    pub(crate) publication_name: String,
+    pub(crate) language: String,
+    pub(crate) publication_date: String,
+    pub(crate) title: String,
 }
 
 /// One hreflang alternate of a URL, as import and the API take it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Alternate {
-    pub hreflang: String,
-    pub href: String,
+pub(crate) struct Alternate {
+    pub(crate) hreflang: String,
+    pub(crate) href: String,
 }
 
 /// The namespaces a document declares on its root, beyond the sitemap's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Namespaces {
-    pub xhtml: bool,
-    pub image: bool,
-    pub video: bool,
-    pub news: bool,
+pub(crate) struct Namespaces {
+    pub(crate) xhtml: bool,
+    pub(crate) image: bool,
+    pub(crate) video: bool,
+    pub(crate) news: bool,
 }
 
 impl Namespaces {
-    /// Every extension namespace.
-    pub const ALL: Namespaces = Namespaces {
-        xhtml: true,
-        image: true,
-        video: true,
-        news: true,
-    };
-
     /// The declarations, each with its leading space.
-    pub fn write(self, out: &mut Vec<u8>) {
+    pub(crate) fn write(self, out: &mut Vec<u8>) {
         for (used, prefix, uri) in [
             (self.xhtml, "xhtml", XHTML_NAMESPACE),
             (self.image, "image", IMAGE_NAMESPACE),
@@ -155,27 +147,27 @@ impl Namespaces {
 
 /// A URL's cluster as served: `hreflangs[i]` names `hrefs[i]`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Alternates<'a> {
-    pub hreflangs: &'a [String],
-    pub hrefs: &'a [String],
+pub(crate) struct Alternates<'a> {
+    pub(crate) hreflangs: &'a [String],
+    pub(crate) hrefs: &'a [String],
 }
 
 /// What an entry carries besides the protocol's four elements.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Extensions<'a> {
-    pub alternates: Alternates<'a>,
-    pub images: &'a [Image],
-    pub videos: &'a [Video],
+    pub(crate) alternates: Alternates<'a>,
+    pub(crate) images: &'a [Image],
+    pub(crate) videos: &'a [Video],
     /// Only in a news sitemap.
-    pub news: Option<&'a News>,
+    pub(crate) news: Option<&'a News>,
     /// The most bytes the whole entry may take: what its page reserved for
     /// it. An entry whose extensions changed since (and would not fit) is
     /// written without them until the next fold makes room.
-    pub budget: Option<usize>,
+    pub(crate) budget: Option<usize>,
 }
 
 impl Extensions<'_> {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.alternates.hrefs.is_empty()
             && self.images.is_empty()
             && self.videos.is_empty()

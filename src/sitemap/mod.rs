@@ -5,11 +5,12 @@
 //! bytes and against the protocol's XSDs without a database.
 
 pub mod codes;
-pub mod extensions;
+pub(crate) mod extensions;
 pub mod name;
 pub mod writer;
 
-pub use extensions::{Extensions, Namespaces};
+pub use extensions::Extensions;
+pub(crate) use extensions::Namespaces;
 pub use name::{Encoding, PageName};
 pub use writer::{IndexWriter, LimitExceeded, SkipReason, UrlEntry, UrlsetWriter};
 
@@ -22,7 +23,7 @@ pub const CHANGEFREQS: [&str; 7] = [
 /// What a URL a sitemap names, or a site's base URL, must be: absolute
 /// http(s), with a host, without credentials (crawlers refuse the rest).
 /// The first rule `url` breaks, if any.
-pub fn web_url_problem(url: &url::Url) -> Option<&'static str> {
+pub(crate) fn web_url_problem(url: &url::Url) -> Option<&'static str> {
     if !matches!(url.scheme(), "http" | "https") {
         Some("an http:// or https:// URL")
     } else if url.host_str().is_none_or(str::is_empty) {
@@ -41,7 +42,7 @@ pub const PROTOCOL_MAX_URLS: u32 = 50_000;
 pub const PROTOCOL_MAX_BYTES: u64 = 52_428_800;
 
 /// At most this many sitemaps listed in one sitemap index (sitemaps.org).
-pub const PROTOCOL_MAX_INDEX_ENTRIES: usize = 50_000;
+pub(crate) const PROTOCOL_MAX_INDEX_ENTRIES: usize = 50_000;
 
 /// Bytes of every page held back from the `<url>` entries for the XML
 /// declaration, an optional stylesheet instruction, `<urlset …>` and its

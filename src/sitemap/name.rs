@@ -29,7 +29,7 @@ impl Encoding {
 
 /// The section the news sitemaps are kept under: not a slug, so no
 /// section of rows can have it.
-pub const NEWS_SECTION: &str = "_news";
+pub(crate) const NEWS_SECTION: &str = "_news";
 
 /// The news sitemaps' file stem.
 const NEWS_STEM: &str = "sitemap_news";
@@ -39,7 +39,7 @@ const NEWS_STEM: &str = "sitemap_news";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageName {
     /// The section slug; empty for the default section.
-    pub section: String,
+    pub(crate) section: String,
     /// 1-based page number.
     pub page: i32,
 }
@@ -93,14 +93,14 @@ impl PageName {
     }
 
     /// The `page`-th news sitemap.
-    pub fn news(page: i32) -> PageName {
+    pub(crate) fn news(page: i32) -> PageName {
         PageName {
             section: NEWS_SECTION.to_owned(),
             page,
         }
     }
 
-    pub fn is_news(&self) -> bool {
+    pub(crate) fn is_news(&self) -> bool {
         self.section == NEWS_SECTION
     }
 
@@ -166,7 +166,7 @@ impl IndexFile {
 
     /// The file of the `chunk`-th run of pages (from 1) in an index that
     /// lists pages directly: the root, then parts 2, 3, ….
-    pub fn of_chunk(chunk: usize) -> IndexFile {
+    pub(crate) fn of_chunk(chunk: usize) -> IndexFile {
         if chunk <= 1 {
             IndexFile::Root
         } else {
@@ -176,7 +176,7 @@ impl IndexFile {
 }
 
 /// The slug rule in words, for every message that refuses a name.
-pub const SLUG_RULE: &str =
+pub(crate) const SLUG_RULE: &str =
     "lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64";
 
 /// Whether `s` is a slug as the schema defines site and section names:

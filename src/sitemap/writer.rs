@@ -32,14 +32,14 @@ const INDEX_CLOSE: &[u8] = b"</sitemapindex>\n";
 /// Bytes of the longest `<url>` entry around its loc: every optional element
 /// present at its longest (`monthly`, a 5-character priority, a lastmod with
 /// offset). Mirrored by the schema's `sitemap_entry_bytes`.
-pub const ENTRY_OVERHEAD: usize = 125;
+pub(crate) const ENTRY_OVERHEAD: usize = 125;
 
 /// The longest loc the schema admits, in characters.
 pub const MAX_LOC_CHARS: usize = 2048;
 
 /// The longest entry any row can render to: a loc of 4-byte characters, each
 /// percent-encoded to 12 bytes.
-pub const MAX_ENTRY_BYTES: usize = ENTRY_OVERHEAD + MAX_LOC_CHARS * 12;
+pub(crate) const MAX_ENTRY_BYTES: usize = ENTRY_OVERHEAD + MAX_LOC_CHARS * 12;
 
 /// One `<url>` of a page.
 #[derive(Debug, Clone, Copy, Default)]
@@ -90,10 +90,10 @@ impl fmt::Display for SkipReason {
     "sitemap page over its limits: {urls} URLs (max {max_urls}), {bytes} bytes (max {max_bytes})"
 )]
 pub struct LimitExceeded {
-    pub urls: u64,
-    pub max_urls: u32,
-    pub bytes: u64,
-    pub max_bytes: u64,
+    pub(crate) urls: u64,
+    pub(crate) max_urls: u32,
+    pub(crate) bytes: u64,
+    pub(crate) max_bytes: u64,
 }
 
 /// Writes one `<urlset>` document, entry by entry, within the page limits.
@@ -116,7 +116,7 @@ impl UrlsetWriter {
 
     /// Starts a document that declares `namespaces`: entries carry the
     /// extensions of those alone.
-    pub fn start_with(
+    pub(crate) fn start_with(
         out: &mut Vec<u8>,
         max_urls: u32,
         max_bytes: u64,
@@ -140,7 +140,7 @@ impl UrlsetWriter {
     /// Entries so far whose extensions were left for a later build: they
     /// changed since their page made room for them, or need a namespace
     /// the document did not declare.
-    pub fn deferred(&self) -> u64 {
+    pub(crate) fn deferred(&self) -> u64 {
         self.deferred
     }
 
@@ -210,7 +210,7 @@ pub struct IndexWriter;
 
 impl IndexWriter {
     /// Starts an index.
-    pub fn start(out: &mut Vec<u8>) -> Self {
+    pub(crate) fn start(out: &mut Vec<u8>) -> Self {
         out.extend_from_slice(XML_DECLARATION);
         out.extend_from_slice(INDEX_OPEN);
         IndexWriter
@@ -238,7 +238,7 @@ impl IndexWriter {
         out.extend_from_slice(b"</sitemap>\n");
     }
 
-    pub fn finish(self, out: &mut Vec<u8>) {
+    pub(crate) fn finish(self, out: &mut Vec<u8>) {
         out.extend_from_slice(INDEX_CLOSE);
     }
 
@@ -294,7 +294,7 @@ pub fn served_chars(loc: &str) -> usize {
 /// Where `loc` breaks URI syntax (RFC 3986) in a way that percent-encoding
 /// non-ASCII does not mend, and how: the schema's `anyURI` refuses such a
 /// loc, so it can be neither stored by import nor served.
-pub fn uri_problem(loc: &str) -> Option<(usize, &'static str)> {
+pub(crate) fn uri_problem(loc: &str) -> Option<(usize, &'static str)> {
     let bytes = loc.as_bytes();
     // The authority (where an IPv6 literal's brackets belong) ends at the
     // first '/', '?' or '#' after "scheme://".

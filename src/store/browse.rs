@@ -13,52 +13,52 @@ use super::{Error, Store};
 
 /// A page of a site's section, with its counts.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct SectionPage {
-    pub section: String,
+pub(crate) struct SectionPage {
+    pub(crate) section: String,
     #[sqlx(flatten)]
-    pub stats: PageStats,
+    pub(crate) stats: PageStats,
 }
 
 /// A news sitemap listed in a site's index.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct NewsFile {
-    pub file: i32,
-    pub url_count: i32,
-    pub lastmod: OffsetDateTime,
+pub(crate) struct NewsFile {
+    pub(crate) file: i32,
+    pub(crate) url_count: i32,
+    pub(crate) lastmod: OffsetDateTime,
 }
 
 /// One URL of a page as the view shows it: its fields and how many
 /// extension entries it carries.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct BrowsedUrl {
-    pub loc: String,
-    pub lastmod: Option<OffsetDateTime>,
-    pub changefreq: Option<String>,
-    pub priority: Option<f32>,
-    pub images: i32,
-    pub videos: i32,
-    pub alternates: i32,
-    pub news: bool,
+pub(crate) struct BrowsedUrl {
+    pub(crate) loc: String,
+    pub(crate) lastmod: Option<OffsetDateTime>,
+    pub(crate) changefreq: Option<String>,
+    pub(crate) priority: Option<f32>,
+    pub(crate) images: i32,
+    pub(crate) videos: i32,
+    pub(crate) alternates: i32,
+    pub(crate) news: bool,
 }
 
 /// Where a row of `(site, loc)` is, if it exists.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Located {
-    pub section: String,
+pub(crate) struct Located {
+    pub(crate) section: String,
     /// The page it is served on; none when it is left out or not yet placed.
-    pub page: Option<i32>,
+    pub(crate) page: Option<i32>,
     /// How many of its page's URLs come before it.
-    pub position: i64,
-    pub skip_reason: Option<String>,
+    pub(crate) position: i64,
+    pub(crate) skip_reason: Option<String>,
 }
 
 /// Rows left out of a site's sitemaps for one reason.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct SkipGroup {
-    pub reason: String,
-    pub rows: i64,
+pub(crate) struct SkipGroup {
+    pub(crate) reason: String,
+    pub(crate) rows: i64,
     /// The first few of them, oldest rows first.
-    pub examples: Vec<String>,
+    pub(crate) examples: Vec<String>,
 }
 
 /// Examples shown per skip reason.
@@ -68,7 +68,7 @@ const SKIP_REASONS: i64 = 50;
 
 impl Store {
     /// The site's non-empty pages with their counts, in index order.
-    pub async fn site_pages(&self, site: &str) -> Result<Vec<SectionPage>, Error> {
+    pub(crate) async fn site_pages(&self, site: &str) -> Result<Vec<SectionPage>, Error> {
         self.in_time(
             sqlx::query_as(
                 "SELECT section, page, url_count, bytes, lastmod, images, videos, alternates
@@ -82,7 +82,7 @@ impl Store {
     }
 
     /// The news sitemaps the site's index lists.
-    pub async fn news_files(&self, site: &str) -> Result<Vec<NewsFile>, Error> {
+    pub(crate) async fn news_files(&self, site: &str) -> Result<Vec<NewsFile>, Error> {
         self.in_time(
             sqlx::query_as(
                 "SELECT file, url_count, lastmod FROM sitemap_news_files
@@ -95,7 +95,7 @@ impl Store {
     }
 
     /// `limit` URLs of a page from the `skip`-th on, in the page's order.
-    pub async fn browse_page(
+    pub(crate) async fn browse_page(
         &self,
         site: &str,
         section: &str,
@@ -128,7 +128,7 @@ impl Store {
     }
 
     /// Where the row of `(site, loc)` is served, if the row exists.
-    pub async fn locate(&self, site: &str, loc: &str) -> Result<Option<Located>, Error> {
+    pub(crate) async fn locate(&self, site: &str, loc: &str) -> Result<Option<Located>, Error> {
         self.in_time(
             sqlx::query_as(
                 "SELECT u.section, p.page, p.skip_reason,
@@ -151,7 +151,7 @@ impl Store {
 
     /// The site's rows left out of its sitemaps, grouped by reason, most
     /// frequent first, with a few examples each.
-    pub async fn skip_groups(&self, site: &str) -> Result<Vec<SkipGroup>, Error> {
+    pub(crate) async fn skip_groups(&self, site: &str) -> Result<Vec<SkipGroup>, Error> {
         self.in_time(
             sqlx::query_as(
                 "SELECT r.reason, r.rows,

@@ -25,7 +25,7 @@ pub struct ImportCounts {
 /// `(site, loc)` index is filled front to back rather than at random
 /// (measured on 1M new rows: 10 s instead of 17).
 #[derive(Debug)]
-pub struct ImportSession {
+pub(crate) struct ImportSession {
     tx: sqlx::Transaction<'static, Postgres>,
     staged: u64,
 }
@@ -33,7 +33,7 @@ pub struct ImportSession {
 impl Store {
     /// Whether `sitemap_urls` has no row of any of `sites`: an import into
     /// them can only add rows.
-    pub async fn holds_no_rows_of(&self, sites: &[&str]) -> Result<bool, Error> {
+    pub(crate) async fn holds_no_rows_of(&self, sites: &[&str]) -> Result<bool, Error> {
         Ok(sqlx::query_scalar(
             "SELECT NOT EXISTS (SELECT 1 FROM sitemap_urls WHERE site = ANY($1))",
         )
@@ -43,7 +43,7 @@ impl Store {
     }
 
     /// Starts an import: a transaction holding an empty staging table.
-    pub async fn begin_import(&self) -> Result<ImportSession, Error> {
+    pub(crate) async fn begin_import(&self) -> Result<ImportSession, Error> {
         let mut session = ImportSession {
             tx: self.pool.begin().await?,
             staged: 0,
@@ -87,7 +87,7 @@ impl ImportSession {
     /// table (site, loc, ord, section, lastmod, changefreq, priority,
     /// images, videos, news, hreflang, hreflang_cluster), in
     /// one `COPY`: a statement per batch cost 25 ms each.
-    pub async fn copy(&mut self, batches: impl Stream<Item = Vec<u8>>) -> Result<(), Error> {
+    pub(crate) async fn copy(&mut self, batches: impl Stream<Item = Vec<u8>>) -> Result<(), Error> {
         let mut copy = self.tx.copy_in_raw("COPY import_rows FROM STDIN").await?;
         let mut batches = std::pin::pin!(batches);
         while let Some(rows) = batches.next().await {
@@ -101,7 +101,10 @@ impl ImportSession {
     /// straight into `sitemap_urls`, in one `COPY`; returns how many. A row
     /// whose key exists fails it, and the transaction with it (see
     /// [`Error::is_unique_violation`]).
-    pub async fn copy_new(&mut self, batches: impl Stream<Item = Vec<u8>>) -> Result<u64, Error> {
+    pub(crate) async fn copy_new(
+        &mut self,
+        batches: impl Stream<Item = Vec<u8>>,
+    ) -> Result<u64, Error> {
         let mut copy = self
             .tx
             .copy_in_raw(
@@ -120,7 +123,10 @@ impl ImportSession {
     /// differs, and new rows are inserted, set-based; folds place them.
     /// With `replace`, that section's rows the file does not have are then
     /// deleted. Locks no row but those it writes.
-    pub async fn apply(&mut self, replace: Option<(&str, &str)>) -> Result<ImportCounts, Error> {
+    pub(crate) async fn apply(
+        &mut self,
+        replace: Option<(&str, &str)>,
+    ) -> Result<ImportCounts, Error> {
         self.run(&[
             "ANALYZE import_rows",
             // Another writer may add one of these locs and commit while the
@@ -165,11 +171,11 @@ impl ImportSession {
         })
     }
 
-    pub async fn commit(self) -> Result<(), Error> {
+    pub(crate) async fn commit(self) -> Result<(), Error> {
         Ok(self.tx.commit().await?)
     }
 
-    pub async fn rollback(self) -> Result<(), Error> {
+    pub(crate) async fn rollback(self) -> Result<(), Error> {
         Ok(self.tx.rollback().await?)
     }
 }

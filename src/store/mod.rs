@@ -28,11 +28,11 @@ mod numbering;
 mod push;
 mod records;
 
-pub use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
+pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
-pub use import::{ImportCounts, ImportSession};
-pub use push::{Backlog, ChangeBatch, Claim, SubmissionClaim};
-pub use records::{ClusterStats, PageStats, SectionStats, SiteStats, StoredRecord};
+pub(crate) use import::ImportCounts;
+pub(crate) use push::ChangeBatch;
+pub(crate) use records::{ClusterStats, SiteStats, StoredRecord};
 
 /// A database failure. Before a response's first byte it becomes a `503`.
 ///
@@ -76,7 +76,7 @@ impl Error {
 
 impl Error {
     /// Whether a write met a row whose key exists.
-    pub fn is_unique_violation(&self) -> bool {
+    pub(crate) fn is_unique_violation(&self) -> bool {
         matches!(self, Error::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
     }
 }
@@ -139,58 +139,58 @@ const DEFAULT_FOLD_BATCH_ROWS: u64 = 1_000_000;
 /// A page of a site as the summaries have it: the index lists the non-empty
 /// ones, and the newest change among all of them versions the index.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct IndexEntry {
-    pub section: String,
-    pub page: i32,
-    pub url_count: i32,
-    pub lastmod: OffsetDateTime,
+pub(crate) struct IndexEntry {
+    pub(crate) section: String,
+    pub(crate) page: i32,
+    pub(crate) url_count: i32,
+    pub(crate) lastmod: OffsetDateTime,
     /// Whether the index lists it: a page while it holds a URL, the first
     /// news sitemap while its site has news records, even when empty.
-    pub listed: bool,
+    pub(crate) listed: bool,
 }
 
 /// One row of a page, as the writer needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct UrlRow {
-    pub id: i64,
-    pub loc: String,
-    pub lastmod: Option<OffsetDateTime>,
-    pub changefreq: Option<String>,
-    pub priority: Option<f32>,
-    pub updated_at: OffsetDateTime,
+    pub(crate) id: i64,
+    pub(crate) loc: String,
+    pub(crate) lastmod: Option<OffsetDateTime>,
+    pub(crate) changefreq: Option<String>,
+    pub(crate) priority: Option<f32>,
+    pub(crate) updated_at: OffsetDateTime,
     /// The extensions as stored (JSON), parsed by the renderer.
-    pub images: Option<String>,
-    pub videos: Option<String>,
+    pub(crate) images: Option<String>,
+    pub(crate) videos: Option<String>,
     /// The links of the cluster the row was folded into, if it is served.
-    pub hreflangs: Option<Vec<String>>,
-    pub hrefs: Option<Vec<String>>,
+    pub(crate) hreflangs: Option<Vec<String>>,
+    pub(crate) hrefs: Option<Vec<String>>,
     /// Bytes the row's page reserved for its entry.
-    pub reserved: i32,
+    pub(crate) reserved: i32,
 }
 
 /// One article of a news sitemap.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct NewsRow {
-    pub id: i64,
-    pub loc: String,
+    pub(crate) id: i64,
+    pub(crate) loc: String,
     /// The `news` column as stored (JSON).
-    pub news: String,
+    pub(crate) news: String,
 }
 
 /// Which extensions a page's entries carry, as its summary counts them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct PageExtensions {
-    pub alternates: bool,
-    pub images: bool,
-    pub videos: bool,
+    pub(crate) alternates: bool,
+    pub(crate) images: bool,
+    pub(crate) videos: bool,
 }
 
 /// A row left out of every sitemap, with the reason the schema recorded.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct SkippedRow {
-    pub id: i64,
-    pub site: String,
-    pub section: String,
+    pub(crate) id: i64,
+    pub(crate) site: String,
+    pub(crate) section: String,
     pub loc: String,
     pub reason: String,
 }
@@ -198,12 +198,12 @@ pub struct SkippedRow {
 /// What `demo` writes: synthetic rows under a site's base URL.
 #[derive(Debug, Clone)]
 pub(crate) struct DemoBatch<'a> {
-    pub site: &'a Site,
+    pub(crate) site: &'a Site,
     /// Sections to spread rows over, round robin; `""` is the default section.
-    pub sections: &'a [String],
+    pub(crate) sections: &'a [String],
     /// Numbers the rows' URLs; consecutive batches continue one another.
-    pub first: i64,
-    pub count: i64,
+    pub(crate) first: i64,
+    pub(crate) count: i64,
 }
 
 /// What a process's statements are for, which decides what is worth a
@@ -310,7 +310,7 @@ impl Store {
     /// most, for background work that holds a connection while it waits on
     /// something else (a search engine's answer): serving and writes never
     /// wait for it.
-    pub fn with_own_pool(&self, connections: u32) -> Store {
+    pub(crate) fn with_own_pool(&self, connections: u32) -> Store {
         let options = (*self.pool.connect_options()).clone();
         let pool = PgPoolOptions::new()
             .max_connections(connections)
@@ -322,7 +322,7 @@ impl Store {
         }
     }
 
-    pub fn pool(&self) -> &PgPool {
+    pub(crate) fn pool(&self) -> &PgPool {
         &self.pool
     }
 
@@ -357,7 +357,7 @@ impl Store {
     /// which takes off their pages only the rows they no longer admit (the
     /// next fold places them again). Takes turns with folds, and with
     /// replicas starting at once.
-    pub async fn configure(
+    pub(crate) async fn configure(
         &self,
         sites: &[Site],
         max_urls: u32,
@@ -397,7 +397,7 @@ impl Store {
 
     /// Every page of a site, emptied ones included, in index order: its
     /// sections' pages, then its news sitemaps.
-    pub async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
+    pub(crate) async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
         self.in_time(
             sqlx::query_as(
                 "SELECT * FROM (

@@ -20,61 +20,61 @@
 /// What a page may hold, as `sitemap_settings` says.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {
-    pub max_urls: i64,
+    pub(crate) max_urls: i64,
     /// Bytes of entries a page may hold (max_bytes less the document's own).
-    pub entry_budget: i64,
+    pub(crate) entry_budget: i64,
 }
 
 /// A section's last page before the fold, as its summary counts it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Tail {
-    pub page: i32,
-    pub url_count: i64,
-    pub bytes: i64,
+    pub(crate) page: i32,
+    pub(crate) url_count: i64,
+    pub(crate) bytes: i64,
 }
 
 /// A row of a section to place.
 #[derive(Debug, Clone)]
 pub(super) struct Unplaced {
-    pub id: i64,
-    pub loc_hash: i64,
+    pub(crate) id: i64,
+    pub(crate) loc_hash: i64,
     /// The bytes its entry reserves.
-    pub bytes: i32,
-    pub images: i32,
-    pub videos: i32,
-    pub alternates: i32,
+    pub(crate) bytes: i32,
+    pub(crate) images: i32,
+    pub(crate) videos: i32,
+    pub(crate) alternates: i32,
     /// Without images, videos, alternates or cluster: it may stand in a run.
-    pub plain: bool,
+    pub(crate) plain: bool,
 }
 
 /// Plain rows on one page, in id order, placed as one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Run {
-    pub page: i32,
-    pub ids: Vec<i64>,
-    pub loc_hashes: Vec<i64>,
-    pub bytes: Vec<i32>,
+    pub(crate) page: i32,
+    pub(crate) ids: Vec<i64>,
+    pub(crate) loc_hashes: Vec<i64>,
+    pub(crate) bytes: Vec<i32>,
 }
 
 /// What a page gains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct PageGain {
-    pub page: i32,
-    pub url_count: i64,
-    pub bytes: i64,
-    pub images: i64,
-    pub videos: i64,
-    pub alternates: i64,
+    pub(crate) page: i32,
+    pub(crate) url_count: i64,
+    pub(crate) bytes: i64,
+    pub(crate) images: i64,
+    pub(crate) videos: i64,
+    pub(crate) alternates: i64,
 }
 
 /// One section's rows, numbered.
 #[derive(Debug, Default)]
 pub(super) struct Numbered {
-    pub runs: Vec<Run>,
+    pub(crate) runs: Vec<Run>,
     /// Rows placed one by one: (index into the rows given, page).
-    pub alone: Vec<(usize, i32)>,
+    pub(crate) alone: Vec<(usize, i32)>,
     /// The pages the rows go on, in page order.
-    pub pages: Vec<PageGain>,
+    pub(crate) pages: Vec<PageGain>,
 }
 
 /// How many plain rows at most stand in one run.

@@ -14,38 +14,38 @@ use super::{Error, Store};
 
 /// A site's changes not yet delivered to IndexNow.
 #[derive(Debug, Clone, Copy, PartialEq, sqlx::FromRow)]
-pub struct Backlog {
+pub(crate) struct Backlog {
     /// Feed entries after the cursor.
-    pub changes: i64,
+    pub(crate) changes: i64,
     /// When the oldest of them was committed.
-    pub oldest: Option<OffsetDateTime>,
+    pub(crate) oldest: Option<OffsetDateTime>,
 }
 
 /// The next batch of a site's changed URLs, in feed order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChangeBatch {
+pub(crate) struct ChangeBatch {
     /// Each URL once, where it first changed in the batch.
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// The last feed entry the batch covers.
-    pub through: i64,
+    pub(crate) through: i64,
     /// How many feed entries it covers (URLs that changed twice count twice).
-    pub entries: usize,
+    pub(crate) entries: usize,
 }
 
 /// A site's turn to send: its cursor row, locked until [`Claim::advance`]
 /// commits or the claim is dropped (rolled back).
 #[derive(Debug)]
-pub struct Claim {
+pub(crate) struct Claim {
     tx: Transaction<'static, Postgres>,
     site: String,
     /// The last feed entry delivered so far.
-    pub delivered_through: i64,
+    pub(crate) delivered_through: i64,
 }
 
 impl Store {
     /// Starts `site`'s IndexNow cursor at the feed's current end, unless it
     /// has one: what changed before a key was first set is never sent.
-    pub async fn start_indexnow(&self, site: &str) -> Result<(), Error> {
+    pub(crate) async fn start_indexnow(&self, site: &str) -> Result<(), Error> {
         sqlx::query(
             "INSERT INTO sitemap_indexnow_cursors (site, delivered_through)
              SELECT $1, coalesce((SELECT max(seq) FROM sitemap_changes), 0)
@@ -59,7 +59,7 @@ impl Store {
 
     /// What `site` has waiting for IndexNow, counting at most `count_up_to`
     /// entries (`None`: all of them, which takes a while on a long backlog).
-    pub async fn indexnow_backlog(
+    pub(crate) async fn indexnow_backlog(
         &self,
         site: &str,
         count_up_to: Option<i64>,
@@ -85,7 +85,7 @@ impl Store {
     }
 
     /// `site`'s turn to send, or `None` while another replica has it.
-    pub async fn claim_indexnow(&self, site: &str) -> Result<Option<Claim>, Error> {
+    pub(crate) async fn claim_indexnow(&self, site: &str) -> Result<Option<Claim>, Error> {
         let mut tx = self.pool.begin().await?;
         let delivered_through: Option<i64> = sqlx::query_scalar(
             "SELECT delivered_through FROM sitemap_indexnow_cursors
@@ -103,7 +103,7 @@ impl Store {
 
     /// The batch `site` would send next, read without taking a turn (for
     /// `submit --dry-run`); `None` when it has no cursor yet.
-    pub async fn peek_indexnow(
+    pub(crate) async fn peek_indexnow(
         &self,
         site: &str,
         max_urls: usize,
@@ -127,7 +127,7 @@ impl Store {
 impl Claim {
     /// The changes after the cursor, up to `max_urls` feed entries and, when
     /// retrying a batch, no further than its `through`: the same batch again.
-    pub async fn batch(
+    pub(crate) async fn batch(
         &mut self,
         max_urls: usize,
         through: Option<i64>,
@@ -137,7 +137,7 @@ impl Claim {
     }
 
     /// Records everything through `through` as delivered, and ends the turn.
-    pub async fn advance(mut self, through: i64) -> Result<(), Error> {
+    pub(crate) async fn advance(mut self, through: i64) -> Result<(), Error> {
         sqlx::query(
             "UPDATE sitemap_indexnow_cursors SET delivered_through = $2, delivered_at = now()
              WHERE site = $1",
@@ -186,21 +186,21 @@ async fn read_batch(
 /// A site's index submission to one URL template, while it is this
 /// replica's turn.
 #[derive(Debug)]
-pub struct SubmissionClaim {
+pub(crate) struct SubmissionClaim {
     tx: Transaction<'static, Postgres>,
     site: String,
     template: String,
     /// The index version the last successful submission told about.
-    pub submitted_version: Option<OffsetDateTime>,
+    pub(crate) submitted_version: Option<OffsetDateTime>,
     /// Whether the last try was at least the interval ago (or never was).
-    pub interval_passed: bool,
+    pub(crate) interval_passed: bool,
 }
 
 impl Store {
     /// The turn to submit `site`'s index to `template`, or `None` while
     /// another replica has it. `interval_seconds` decides
     /// [`SubmissionClaim::interval_passed`], by the database's clock.
-    pub async fn claim_submission(
+    pub(crate) async fn claim_submission(
         &self,
         site: &str,
         template: &str,
@@ -240,7 +240,7 @@ impl Store {
 
 impl SubmissionClaim {
     /// Records a try, and the version it told about when it succeeded.
-    pub async fn record(mut self, told: Option<OffsetDateTime>) -> Result<(), Error> {
+    pub(crate) async fn record(mut self, told: Option<OffsetDateTime>) -> Result<(), Error> {
         sqlx::query(
             "UPDATE sitemap_submissions
              SET attempted_at = now(), submitted_version = coalesce($3, submitted_version)

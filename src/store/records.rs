@@ -15,71 +15,75 @@ use super::{Error, Store};
 
 /// A row as stored, with where it is served (or why it is not).
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct StoredRecord {
-    pub site: String,
-    pub section: String,
-    pub loc: String,
-    pub lastmod: Option<OffsetDateTime>,
-    pub changefreq: Option<String>,
-    pub priority: Option<f32>,
-    pub updated_at: OffsetDateTime,
+pub(crate) struct StoredRecord {
+    pub(crate) site: String,
+    pub(crate) section: String,
+    pub(crate) loc: String,
+    pub(crate) lastmod: Option<OffsetDateTime>,
+    pub(crate) changefreq: Option<String>,
+    pub(crate) priority: Option<f32>,
+    pub(crate) updated_at: OffsetDateTime,
     /// `None` when the row is left out of every sitemap.
-    pub page: Option<i32>,
-    pub skip_reason: Option<String>,
+    pub(crate) page: Option<i32>,
+    pub(crate) skip_reason: Option<String>,
     /// The extensions as stored, JSON.
-    pub images: Option<String>,
-    pub videos: Option<String>,
-    pub news: Option<String>,
+    pub(crate) images: Option<String>,
+    pub(crate) videos: Option<String>,
+    pub(crate) news: Option<String>,
     /// The links of the row's hreflang cluster as folded, and why they are
     /// not served, if they are not.
-    pub hreflangs: Option<Vec<String>>,
-    pub hrefs: Option<Vec<String>>,
-    pub alternates_problem: Option<String>,
+    pub(crate) hreflangs: Option<Vec<String>>,
+    pub(crate) hrefs: Option<Vec<String>>,
+    pub(crate) alternates_problem: Option<String>,
 }
 
 /// One site's counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SiteStats {
-    pub site: String,
-    pub sections: Vec<SectionStats>,
+pub(crate) struct SiteStats {
+    pub(crate) site: String,
+    pub(crate) sections: Vec<SectionStats>,
     /// Articles its news sitemaps list now.
-    pub news_articles: i64,
+    pub(crate) news_articles: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SectionStats {
-    pub section: String,
+pub(crate) struct SectionStats {
+    pub(crate) section: String,
     /// Rows left out of the sitemaps.
-    pub skipped: i64,
-    pub pages: Vec<PageStats>,
+    pub(crate) skipped: i64,
+    pub(crate) pages: Vec<PageStats>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PageStats {
-    pub page: i32,
-    pub url_count: i32,
+pub(crate) struct PageStats {
+    pub(crate) page: i32,
+    pub(crate) url_count: i32,
     /// Bytes reserved for the page's entries (an upper bound of its size).
-    pub bytes: i64,
-    pub lastmod: OffsetDateTime,
+    pub(crate) bytes: i64,
+    pub(crate) lastmod: OffsetDateTime,
     /// Extension entries its URLs carry.
-    pub images: i64,
-    pub videos: i64,
-    pub alternates: i64,
+    pub(crate) images: i64,
+    pub(crate) videos: i64,
+    pub(crate) alternates: i64,
 }
 
 /// The hreflang clusters, and those served without links because their
 /// input is incomplete or conflicting.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClusterStats {
-    pub clusters: i64,
-    pub with_problems: i64,
+pub(crate) struct ClusterStats {
+    pub(crate) clusters: i64,
+    pub(crate) with_problems: i64,
     /// Some of them, `(cluster, problem)`, by name.
-    pub examples: Vec<(String, String)>,
+    pub(crate) examples: Vec<(String, String)>,
 }
 
 impl Store {
     /// The row of `(site, loc)`, if any.
-    pub async fn record(&self, site: &str, loc: &str) -> Result<Option<StoredRecord>, Error> {
+    pub(crate) async fn record(
+        &self,
+        site: &str,
+        loc: &str,
+    ) -> Result<Option<StoredRecord>, Error> {
         Ok(sqlx::query_as(
             "SELECT u.site, u.section, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
                     p.page, p.skip_reason,
@@ -99,7 +103,11 @@ impl Store {
 
     /// Deletes the rows of `(sites[i], locs[i])` in one statement (so all or
     /// none); returns how many existed.
-    pub async fn delete_records(&self, sites: &[String], locs: &[String]) -> Result<u64, Error> {
+    pub(crate) async fn delete_records(
+        &self,
+        sites: &[String],
+        locs: &[String],
+    ) -> Result<u64, Error> {
         Ok(sqlx::query(
             "DELETE FROM sitemap_urls u
              USING unnest($1::text[], $2::text[]) AS d(site, loc)
@@ -114,7 +122,7 @@ impl Store {
 
     /// Every site's sections and pages with their counts, in index order,
     /// sections that only hold skipped rows included.
-    pub async fn stats(&self) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
+    pub(crate) async fn stats(&self) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
         let mut tx = self.read.begin().await?;
         // One snapshot for both reads, so pages and skips agree.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -162,7 +170,7 @@ impl Store {
     }
 
     /// How many hreflang clusters are served without links, for the metrics.
-    pub async fn cluster_problems(&self) -> Result<i64, Error> {
+    pub(crate) async fn cluster_problems(&self) -> Result<i64, Error> {
         Ok(
             sqlx::query_scalar("SELECT count(*) FROM sitemap_clusters WHERE problem IS NOT NULL")
                 .fetch_one(&self.pool)

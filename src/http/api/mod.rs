@@ -43,9 +43,9 @@ const KEY_SHAPE: &str = "a loc string, or an object of loc (required) and site";
 /// The write API's limits and the tokens it admits.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiSettings {
-    pub tokens: crate::tokens::Tokens,
-    pub max_body_bytes: usize,
-    pub max_records: usize,
+    pub(crate) tokens: crate::tokens::Tokens,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) max_records: usize,
 }
 
 /// `/api/v1/…`: the operations when tokens are configured, else a `404`

@@ -16,11 +16,11 @@ use crate::store::{ClusterStats, ImportCounts, SiteStats, StoredRecord};
 /// What an upsert did.
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct WriteSummary {
-    pub received: u64,
-    pub inserted: u64,
-    pub updated: u64,
+    pub(crate) received: u64,
+    pub(crate) inserted: u64,
+    pub(crate) updated: u64,
     /// Records identical to their row: nothing written, no lastmod moved.
-    pub unchanged: u64,
+    pub(crate) unchanged: u64,
 }
 
 impl WriteSummary {
@@ -37,42 +37,42 @@ impl WriteSummary {
 /// What a delete did.
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct DeleteSummary {
-    pub received: u64,
-    pub deleted: u64,
+    pub(crate) received: u64,
+    pub(crate) deleted: u64,
     /// Locs that had no row.
-    pub absent: u64,
+    pub(crate) absent: u64,
 }
 
 /// One stored record, and where it is served.
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct RecordView {
-    pub site: String,
-    pub section: String,
-    pub loc: String,
+    pub(crate) site: String,
+    pub(crate) section: String,
+    pub(crate) loc: String,
     #[schema(format = DateTime)]
-    pub lastmod: Option<String>,
-    pub changefreq: Option<String>,
-    pub priority: Option<f32>,
+    pub(crate) lastmod: Option<String>,
+    pub(crate) changefreq: Option<String>,
+    pub(crate) priority: Option<f32>,
     /// When the row last changed.
     #[schema(format = DateTime)]
-    pub updated_at: String,
+    pub(crate) updated_at: String,
     /// The page it is served on; null when it is left out (see skip_reason).
-    pub page: Option<i32>,
+    pub(crate) page: Option<i32>,
     /// The absolute URL of that page.
-    pub sitemap: Option<String>,
+    pub(crate) sitemap: Option<String>,
     /// Why the row is left out of every sitemap, if it is.
-    pub skip_reason: Option<String>,
+    pub(crate) skip_reason: Option<String>,
     /// The hreflang links its entry carries: every member of its cluster,
     /// itself included.
-    pub alternates: Vec<Alternate>,
+    pub(crate) alternates: Vec<Alternate>,
     /// Why its cluster's links are not served, if they are not.
-    pub alternates_problem: Option<String>,
+    pub(crate) alternates_problem: Option<String>,
     #[schema(value_type = Option<Vec<Object>>)]
-    pub images: Option<serde_json::Value>,
+    pub(crate) images: Option<serde_json::Value>,
     #[schema(value_type = Option<Vec<Object>>)]
-    pub videos: Option<serde_json::Value>,
+    pub(crate) videos: Option<serde_json::Value>,
     #[schema(value_type = Option<Object>)]
-    pub news: Option<serde_json::Value>,
+    pub(crate) news: Option<serde_json::Value>,
 }
 
 impl RecordView {
@@ -109,8 +109,8 @@ impl RecordView {
 /// Counts per site, section and page.
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct Stats {
-    pub sites: Vec<SiteView>,
-    pub hreflang: HreflangView,
+    pub(crate) sites: Vec<SiteView>,
+    pub(crate) hreflang: HreflangView,
 }
 
 /// The hreflang clusters. A cluster whose input is incomplete or
@@ -118,25 +118,25 @@ pub(super) struct Stats {
 /// member) is served without links, never half-right.
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct HreflangView {
-    pub clusters: i64,
-    pub with_problems: i64,
+    pub(crate) clusters: i64,
+    pub(crate) with_problems: i64,
     /// Up to ten of them, by name.
-    pub problems: Vec<ClusterProblem>,
+    pub(crate) problems: Vec<ClusterProblem>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct ClusterProblem {
-    pub cluster: String,
-    pub problem: String,
+    pub(crate) cluster: String,
+    pub(crate) problem: String,
 }
 
 /// Extension entries, counted over pages.
 #[derive(Debug, Default, Clone, Copy, Serialize, ToSchema)]
 pub(super) struct ExtensionCounts {
-    pub images: i64,
-    pub videos: i64,
+    pub(crate) images: i64,
+    pub(crate) videos: i64,
     /// `xhtml:link` alternates, one per link served.
-    pub alternates: i64,
+    pub(crate) alternates: i64,
 }
 
 impl std::iter::Sum for ExtensionCounts {
@@ -151,38 +151,38 @@ impl std::iter::Sum for ExtensionCounts {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct SiteView {
-    pub site: String,
+    pub(crate) site: String,
     /// URLs served, over all sections.
-    pub urls: i64,
+    pub(crate) urls: i64,
     /// Rows left out of the sitemaps.
-    pub skipped: i64,
-    pub extensions: ExtensionCounts,
+    pub(crate) skipped: i64,
+    pub(crate) extensions: ExtensionCounts,
     /// Articles in its news sitemaps: those of the last 48 hours.
-    pub news_articles: i64,
-    pub sections: Vec<SectionView>,
+    pub(crate) news_articles: i64,
+    pub(crate) sections: Vec<SectionView>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct SectionView {
     /// `""` is the default section.
-    pub section: String,
-    pub urls: i64,
-    pub skipped: i64,
-    pub extensions: ExtensionCounts,
-    pub pages: Vec<PageView>,
+    pub(crate) section: String,
+    pub(crate) urls: i64,
+    pub(crate) skipped: i64,
+    pub(crate) extensions: ExtensionCounts,
+    pub(crate) pages: Vec<PageView>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct PageView {
-    pub page: i32,
-    pub urls: i32,
+    pub(crate) page: i32,
+    pub(crate) urls: i32,
     /// Bytes reserved for its entries: an upper bound of its size.
-    pub bytes: i64,
+    pub(crate) bytes: i64,
     #[schema(format = DateTime)]
-    pub lastmod: String,
+    pub(crate) lastmod: String,
     /// The page's absolute URL.
-    pub sitemap: String,
-    pub extensions: ExtensionCounts,
+    pub(crate) sitemap: String,
+    pub(crate) extensions: ExtensionCounts,
 }
 
 impl Stats {

@@ -46,11 +46,11 @@ use crate::metrics::Metrics;
 /// The clocks and caps of one listener.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    pub header_read_timeout: Duration,
-    pub keep_alive_timeout: Duration,
-    pub write_stall_timeout: Duration,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) keep_alive_timeout: Duration,
+    pub(crate) write_stall_timeout: Duration,
     /// Connections served in full at once.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Connections past those that are still answered once.
     pub overflow_connections: usize,
 }
@@ -65,7 +65,7 @@ const RESERVED_FILES: u64 = 256;
 impl Limits {
     /// Lowered, if need be, so that every connection it admits has a file
     /// descriptor under `open_files` (the soft limit).
-    pub fn fit_open_files(mut self, open_files: u64) -> Limits {
+    pub(crate) fn fit_open_files(mut self, open_files: u64) -> Limits {
         let available = usize::try_from(open_files.saturating_sub(RESERVED_FILES))
             .unwrap_or(usize::MAX)
             .max(2);
