@@ -219,7 +219,7 @@ impl IndexWriter {
     /// Appends the `<sitemap>` entry of one file under `base_url` (ending
     /// in `/`), with the time it last changed at full precision, so every
     /// change moves it forward.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         out: &mut Vec<u8>,
         base_url: &str,
@@ -358,55 +358,71 @@ const URL_CLOSE: &[u8] = b"</url>\n";
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Writes `loc` percent-encoding non-ASCII and escaping XML, copying runs of
-/// plain bytes at once.
+/// Writes `loc` percent-encoding non-ASCII and escaping XML.
 pub(super) fn write_loc(out: &mut Vec<u8>, loc: &str) -> Result<(), SkipReason> {
-    let bytes = loc.as_bytes();
-    let mut run_start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let percent;
-        let replacement: &[u8] = match b {
-            b'&' => b"&amp;",
-            b'<' => b"&lt;",
-            b'>' => b"&gt;",
-            b'"' => b"&quot;",
-            b'\'' => b"&apos;",
-            0x00..=0x20 | 0x7f => return Err(SkipReason::ForbiddenCharacter { byte_offset: i }),
-            0x80.. => {
-                percent = [b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
-                &percent
-            }
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[run_start..i]);
-        out.extend_from_slice(replacement);
-        run_start = i + 1;
-    }
-    out.extend_from_slice(&bytes[run_start..]);
-    Ok(())
+    write_escaped(out, loc, |_, _, byte| match byte {
+        0x00..=0x20 | 0x7f => Escape::Refuse,
+        0x80.. => Escape::Percent,
+        _ => Escape::Keep,
+    })
 }
 
 /// Writes `text` with the five XML entities escaped; refuses the
 /// characters XML 1.0 cannot carry.
 pub(super) fn write_text(out: &mut Vec<u8>, text: &str) -> Result<(), SkipReason> {
-    let bytes = text.as_bytes();
+    write_escaped(out, text, |bytes, i, byte| match byte {
+        b'\t' | b'\n' | b'\r' => Escape::Keep,
+        0x00..=0x1f => Escape::Refuse,
+        // U+FFFE and U+FFFF (EF BF BE / EF BF BF)
+        0xef if bytes.get(i + 1) == Some(&0xbf)
+            && matches!(bytes.get(i + 2), Some(0xbe | 0xbf)) =>
+        {
+            Escape::Refuse
+        }
+        _ => Escape::Keep,
+    })
+}
+
+/// What becomes of a byte that is not one of the five XML entities.
+enum Escape {
+    Keep,
+    /// Written as `%XX`.
+    Percent,
+    /// XML cannot carry it: the value is left out.
+    Refuse,
+}
+
+/// Writes `value` with the five XML entities escaped and every other byte
+/// as `other` says, copying runs of kept bytes at once. `other` sees the
+/// whole value, the byte's offset and the byte.
+#[inline(always)]
+fn write_escaped(
+    out: &mut Vec<u8>,
+    value: &str,
+    other: impl Fn(&[u8], usize, u8) -> Escape,
+) -> Result<(), SkipReason> {
+    let bytes = value.as_bytes();
     let mut run_start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let replacement: &[u8] = match b {
+    for (i, &byte) in bytes.iter().enumerate() {
+        let percent;
+        let replacement: &[u8] = match byte {
             b'&' => b"&amp;",
             b'<' => b"&lt;",
             b'>' => b"&gt;",
             b'"' => b"&quot;",
             b'\'' => b"&apos;",
-            b'\t' | b'\n' | b'\r' => continue,
-            0x00..=0x1f => return Err(SkipReason::ForbiddenCharacter { byte_offset: i }),
-            // U+FFFE and U+FFFF (EF BF BE / EF BF BF)
-            0xef if bytes.get(i + 1) == Some(&0xbf)
-                && matches!(bytes.get(i + 2), Some(0xbe | 0xbf)) =>
-            {
-                return Err(SkipReason::ForbiddenCharacter { byte_offset: i });
-            }
-            _ => continue,
+            _ => match other(bytes, i, byte) {
+                Escape::Keep => continue,
+                Escape::Percent => {
+                    percent = [
+                        b'%',
+                        HEX[usize::from(byte >> 4)],
+                        HEX[usize::from(byte & 0xf)],
+                    ];
+                    &percent
+                }
+                Escape::Refuse => return Err(SkipReason::ForbiddenCharacter { byte_offset: i }),
+            },
         };
         out.extend_from_slice(&bytes[run_start..i]);
         out.extend_from_slice(replacement);
@@ -459,23 +475,20 @@ fn write_datetime(out: &mut Vec<u8>, open: &[u8], at: OffsetDateTime, subsecond:
 /// Priority rounded to at most three decimals, trailing zeros trimmed but one
 /// kept: `0.5`, `1.0`, `0.85`, `0.125`.
 fn write_priority(out: &mut Vec<u8>, priority: f32) {
-    let thousandths = (priority * 1000.0).round() as u32;
-    push_digits(out, thousandths / 1000, 1);
-    out.push(b'.');
-    let mut fraction = thousandths % 1000;
-    let mut digits = 3;
-    while digits > 1 && fraction.is_multiple_of(10) {
-        fraction /= 10;
-        digits -= 1;
-    }
-    push_digits(out, fraction, digits);
+    write_thousandths(out, (priority * 1000.0).round() as u32);
 }
 
 /// A non-negative number rounded to at most three decimals, trailing zeros
 /// trimmed but one kept, as a rating is written: `4.2`, `5.0`, `3.125`.
 pub(super) fn write_decimal(out: &mut Vec<u8>, value: f64) {
-    let thousandths = (value * 1000.0).round() as u32;
-    out.extend_from_slice((thousandths / 1000).to_string().as_bytes());
+    write_thousandths(out, (value * 1000.0).round() as u32);
+}
+
+/// `thousandths` / 1000 with at most three decimals, trailing zeros trimmed
+/// but one kept.
+fn write_thousandths(out: &mut Vec<u8>, thousandths: u32) {
+    let whole = thousandths / 1000;
+    push_digits(out, whole, whole.checked_ilog10().unwrap_or(0) + 1);
     out.push(b'.');
     let mut fraction = thousandths % 1000;
     let mut digits = 3;
