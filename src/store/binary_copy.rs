@@ -171,37 +171,87 @@ impl Tuple {
     }
 }
 
-/// Writes tuples for a `COPY ... FROM STDIN (FORMAT binary)`; each tuple
-/// is a field count followed by exactly that many fields.
-pub(super) struct Writer {
-    buffer: BytesMut,
-    tuples: usize,
+/// A `COPY table (columns) FROM STDIN (FORMAT binary)`. Every tuple
+/// written for it has as many fields as the statement lists columns,
+/// counted from the statement itself, so the two cannot drift apart.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CopyIn {
+    pub(super) statement: &'static str,
+    columns: i16,
 }
 
-impl Default for Writer {
-    fn default() -> Self {
+impl CopyIn {
+    /// `statement` names its columns in its first parentheses.
+    pub(super) const fn new(statement: &'static str) -> CopyIn {
+        let bytes = statement.as_bytes();
+        let mut columns = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'(' if columns == 0 => columns = 1,
+                b',' if columns > 0 => columns += 1,
+                b')' if columns > 0 => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        assert!(columns > 0, "a COPY statement names its columns");
+        CopyIn { statement, columns }
+    }
+}
+
+/// Writes tuples for a [`CopyIn`]; each tuple is a field count followed by
+/// exactly that many fields.
+pub(super) struct Writer {
+    copy: CopyIn,
+    buffer: BytesMut,
+    tuples: usize,
+    /// Fields the tuple being written still lacks.
+    fields_left: i16,
+}
+
+impl Writer {
+    pub(super) fn new(copy: CopyIn) -> Writer {
         let mut buffer = BytesMut::with_capacity(64 * 1024);
         buffer.put_slice(SIGNATURE);
         buffer.put_u32(0);
         buffer.put_u32(0);
-        Writer { buffer, tuples: 0 }
+        Writer {
+            copy,
+            buffer,
+            tuples: 0,
+            fields_left: 0,
+        }
     }
-}
 
-impl Writer {
-    pub(super) fn tuple(&mut self, fields: i16) -> &mut Self {
+    /// The statement the stream is for.
+    pub(super) fn statement(&self) -> &'static str {
+        self.copy.statement
+    }
+
+    /// Begins a tuple: its fields follow, one call each.
+    pub(super) fn tuple(&mut self) -> &mut Self {
+        debug_assert_eq!(self.fields_left, 0, "the last tuple lacks fields");
         self.tuples += 1;
-        self.buffer.put_i16(fields);
+        self.fields_left = self.copy.columns;
+        self.buffer.put_i16(self.copy.columns);
         self
     }
 
+    fn field(&mut self) {
+        debug_assert!(self.fields_left > 0, "more fields than the COPY's columns");
+        self.fields_left -= 1;
+    }
+
     pub(super) fn int8(&mut self, value: i64) -> &mut Self {
+        self.field();
         self.buffer.put_i32(8);
         self.buffer.put_i64(value);
         self
     }
 
     pub(super) fn int4(&mut self, value: i32) -> &mut Self {
+        self.field();
         self.buffer.put_i32(4);
         self.buffer.put_i32(value);
         self
@@ -215,6 +265,7 @@ impl Writer {
     }
 
     pub(super) fn text(&mut self, value: &str) -> &mut Self {
+        self.field();
         self.buffer.put_i32(length(value.len()));
         self.buffer.put_slice(value.as_bytes());
         self
@@ -228,6 +279,7 @@ impl Writer {
     }
 
     fn null(&mut self) -> &mut Self {
+        self.field();
         self.buffer.put_i32(-1);
         self
     }
@@ -253,6 +305,7 @@ impl Writer {
     /// A one-dimensional array from 1 of `count` non-NULL elements of
     /// `width` bytes each.
     fn array_header(&mut self, element_oid: i32, count: usize, width: usize) {
+        self.field();
         self.buffer.put_i32(length(20 + count * (4 + width)));
         self.buffer.put_i32(1);
         self.buffer.put_i32(0);
@@ -268,6 +321,7 @@ impl Writer {
 
     /// The stream, ended with its end marker.
     pub(super) fn finish(mut self) -> BytesMut {
+        debug_assert_eq!(self.fields_left, 0, "the last tuple lacks fields");
         self.buffer.put_i16(-1);
         self.buffer
     }
@@ -340,8 +394,8 @@ mod tests {
         reader.push(b"PGCOPX\n\xff\r\n\0\0\0\0\0\0\0\0\0");
         assert!(reader.next_tuple().is_err());
 
-        let mut writer = Writer::default();
-        writer.tuple(1).int8(1);
+        let mut writer = Writer::new(CopyIn::new("COPY t (a) FROM STDIN (FORMAT binary)"));
+        writer.tuple().int8(1);
         let mut reader = Reader::default();
         reader.push(&writer.finish());
         let tuple = reader.next_tuple().expect("well formed").expect("a tuple");
@@ -351,8 +405,8 @@ mod tests {
 
     #[test]
     fn arrays_are_written_one_dimensional_from_one() {
-        let mut writer = Writer::default();
-        writer.tuple(1).int4_array(&[5, -1]);
+        let mut writer = Writer::new(CopyIn::new("COPY t (a) FROM STDIN (FORMAT binary)"));
+        writer.tuple().int4_array(&[5, -1]);
         let written = writer.finish();
         let array = &written[HEADER_BYTES + 2..written.len() - 2];
         let words: Vec<i32> = array
@@ -362,5 +416,18 @@ mod tests {
         // length, ndim, has nulls, element type, size, lower bound, then
         // each element's length and value
         assert_eq!(words, [36, 1, 0, INT4_OID, 2, 1, 4, 5, 4, -1]);
+    }
+
+    #[test]
+    fn a_copy_has_as_many_fields_as_its_statement_lists_columns() {
+        let copy = CopyIn::new("COPY t (a, b,\n c) FROM STDIN (FORMAT binary)");
+        assert_eq!(copy.columns, 3);
+        let mut writer = Writer::new(copy);
+        writer.tuple().int8(1).text("x").optional_int4(None);
+        let written = writer.finish();
+        assert_eq!(
+            &written[HEADER_BYTES..HEADER_BYTES + 2],
+            &3i16.to_be_bytes()
+        );
     }
 }

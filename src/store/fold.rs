@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use sqlx::PgConnection;
 
+use super::binary_copy::{self, CopyIn};
 use super::numbering::{self, Limits, PageGain, Tail, Unplaced};
-use super::{Error, Store, binary_copy};
+use super::{Error, Store};
 
 /// Whether a fold waits for one already running elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,13 +288,13 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
             .await?;
     }
 
-    let mut runs = binary_copy::Writer::default();
-    let mut alone = binary_copy::Writer::default();
+    let mut runs = binary_copy::Writer::new(RUNS);
+    let mut alone = binary_copy::Writer::new(PLACEMENTS);
     let mut gains = PageGains::default();
     for (key, section) in unplaced.sections.iter().enumerate() {
         let numbered = numbering::number_section(&section.rows, tails[key], limits);
         for run in &numbered.runs {
-            runs.tuple(8)
+            runs.tuple()
                 .text(&section.site)
                 .text(&section.section)
                 .int4(run.page)
@@ -333,21 +334,8 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         }
         .write(&mut alone);
     }
-    copy_in(
-        conn,
-        "COPY sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
-         FROM STDIN (FORMAT binary)",
-        runs,
-    )
-    .await?;
-    copy_in(
-        conn,
-        "COPY sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason,
-                                  images, videos, alternates, cluster)
-         FROM STDIN (FORMAT binary)",
-        alone,
-    )
-    .await?;
+    copy_in(conn, runs).await?;
+    copy_in(conn, alone).await?;
     gains.insert(conn).await?;
 
     let (folded, caught_up): (i64, bool) =
@@ -361,8 +349,22 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     })
 }
 
-/// A row of `sitemap_placements`, in the order the `COPY` of them lists
-/// its columns.
+/// The runs a fold writes, each tuple in this order.
+const RUNS: CopyIn = CopyIn::new(
+    "COPY sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
+     FROM STDIN (FORMAT binary)",
+);
+
+/// The placements of rows placed alone or left out, each tuple in this
+/// order; [`Placement::write`] writes one.
+const PLACEMENTS: CopyIn = CopyIn::new(
+    "COPY sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason,
+                              images, videos, alternates, cluster)
+     FROM STDIN (FORMAT binary)",
+);
+
+/// A row of `sitemap_placements`, in the order [`PLACEMENTS`] lists its
+/// columns.
 struct Placement<'a> {
     id: i64,
     site: &'a str,
@@ -378,7 +380,7 @@ struct Placement<'a> {
 impl Placement<'_> {
     fn write(&self, rows: &mut binary_copy::Writer) {
         let [bytes, images, videos, alternates] = self.sizes;
-        rows.tuple(11)
+        rows.tuple()
             .int8(self.id)
             .text(self.site)
             .text(self.section)
@@ -593,17 +595,13 @@ impl PageGains {
     }
 }
 
-/// Sends what `rows` holds with `statement`, a binary `COPY ... FROM STDIN`;
+/// Sends what `rows` holds with its binary `COPY ... FROM STDIN` statement;
 /// nothing when it holds no tuple.
-async fn copy_in(
-    conn: &mut PgConnection,
-    statement: &str,
-    rows: binary_copy::Writer,
-) -> Result<(), Error> {
+async fn copy_in(conn: &mut PgConnection, rows: binary_copy::Writer) -> Result<(), Error> {
     if rows.is_empty() {
         return Ok(());
     }
-    let mut copy = conn.copy_in_raw(statement).await?;
+    let mut copy = conn.copy_in_raw(rows.statement()).await?;
     copy.send(rows.finish()).await?;
     copy.finish().await?;
     Ok(())
