@@ -120,14 +120,7 @@ async fn index(
     // newest change time, so it versions the whole index.
     let newest = listing.pages().map(|(_, entry)| entry.lastmod).max();
     let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
-    let (content_type, codec, vary) = match encoding {
-        Encoding::Gzip => (GZIP, Codec::Gzip, None),
-        Encoding::Plain => (XML, negotiate(request), Some(VARY_ACCEPT_ENCODING)),
-    };
-    let representation = match encoding {
-        Encoding::Gzip => "gz",
-        Encoding::Plain => codec.token(),
-    };
+    let representation = Representation::of(encoding, request);
     let variant = format!(
         "{}-{}-{}",
         digest(&[
@@ -141,11 +134,11 @@ async fn index(
             &nested.to_string(),
         ]),
         chunk.map_or("root".to_owned(), |chunk| chunk.to_string()),
-        representation
+        representation.tag()
     );
     let validators = Validators::new(version, &variant, newest);
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, vary));
+        return Ok(validators.not_modified(state.cache_max_age, representation.vary()));
     }
     let mut out = Vec::with_capacity(128 + capacity * 128);
     let mut writer = IndexWriter::start(&mut out);
@@ -178,8 +171,12 @@ async fn index(
     }
     writer.finish(&mut out);
     let body = Bytes::from(
-        compress(codec, state.pages.renderer.options.gzip_level, out)
-            .map_err(crate::pages::render::RenderError::from)?,
+        compress(
+            representation.codec,
+            state.pages.renderer.options.gzip_level,
+            out,
+        )
+        .map_err(crate::pages::render::RenderError::from)?,
     );
     let route = match encoding {
         Encoding::Gzip => routes::INDEX_GZ,
@@ -190,18 +187,11 @@ async fn index(
     let held = state.bodies.reserve(length as u64, None)?;
     let body = HeldChunks::new(Chunks::from([body]), held);
     let mut response = (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (X_ROBOTS_TAG, NOINDEX),
-            (header::CONTENT_LENGTH, HeaderValue::from(length)),
-        ],
+        [(header::CONTENT_LENGTH, HeaderValue::from(length))],
         Body::from_stream(body),
     )
         .into_response();
-    if let Some(vary) = vary {
-        set_content_encoding(response.headers_mut(), codec);
-        response.headers_mut().insert(header::VARY, vary);
-    }
+    representation.apply(response.headers_mut());
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
 }
@@ -229,12 +219,58 @@ fn newest_per_chunk(listing: &IndexListing<'_>) -> Vec<OffsetDateTime> {
     newest
 }
 
-fn set_content_encoding(headers: &mut HeaderMap, codec: Codec) {
-    if codec != Codec::Identity {
-        headers.insert(
-            header::CONTENT_ENCODING,
-            HeaderValue::from_static(codec.token()),
-        );
+/// How a sitemap document is sent: a `.xml.gz` file as it is (gzip by
+/// definition, never negotiated), or a `.xml` document compressed on the
+/// wire as the client accepts.
+#[derive(Debug, Clone, Copy)]
+struct Representation {
+    encoding: Encoding,
+    codec: Codec,
+}
+
+impl Representation {
+    fn of(encoding: Encoding, request: &HeaderMap) -> Representation {
+        let codec = match encoding {
+            Encoding::Gzip => Codec::Gzip,
+            Encoding::Plain => negotiate(request),
+        };
+        Representation { encoding, codec }
+    }
+
+    /// What tells it apart in an ETag: `gz`, or the wire codec.
+    fn tag(self) -> &'static str {
+        match self.encoding {
+            Encoding::Gzip => "gz",
+            Encoding::Plain => self.codec.token(),
+        }
+    }
+
+    /// A `.xml` document varies by `Accept-Encoding`; a file does not.
+    fn vary(self) -> Option<HeaderValue> {
+        match self.encoding {
+            Encoding::Gzip => None,
+            Encoding::Plain => Some(VARY_ACCEPT_ENCODING),
+        }
+    }
+
+    /// The headers every response of it carries: its type, `noindex`, and
+    /// for a `.xml` document its `Content-Encoding` and `Vary`.
+    fn apply(self, headers: &mut HeaderMap) {
+        let content_type = match self.encoding {
+            Encoding::Gzip => GZIP,
+            Encoding::Plain => XML,
+        };
+        headers.insert(header::CONTENT_TYPE, content_type);
+        headers.insert(X_ROBOTS_TAG, NOINDEX);
+        if let Some(vary) = self.vary() {
+            if self.codec != Codec::Identity {
+                headers.insert(
+                    header::CONTENT_ENCODING,
+                    HeaderValue::from_static(self.codec.token()),
+                );
+            }
+            headers.insert(header::VARY, vary);
+        }
     }
 }
 
@@ -254,24 +290,17 @@ async fn page(
         .summary(site, &name.section, name.page)
         .await?
         .ok_or(HttpError::NotFound)?;
-    // A .xml.gz file is gzip by definition, never negotiated; a .xml
-    // document is compressed on the wire as the client accepts.
-    let (content_type, codec, vary) = match encoding {
-        Encoding::Gzip => (GZIP, Codec::Gzip, None),
-        Encoding::Plain => (XML, negotiate(request), Some(VARY_ACCEPT_ENCODING)),
-    };
-    let representation = match encoding {
+    let representation = Representation::of(encoding, request);
+    let codec = representation.codec;
+    // A page's tag has named a .xml document's codec "xml-…" from the start.
+    let tag = match encoding {
         Encoding::Gzip => "gz".to_owned(),
-        Encoding::Plain => format!("xml-{}", codec.token()),
+        Encoding::Plain => format!("xml-{}", representation.tag()),
     };
-    let validators = page_validators(state, summary.lastmod, &representation);
+    let validators = page_validators(state, summary.lastmod, &tag);
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, vary));
+        return Ok(validators.not_modified(state.cache_max_age, representation.vary()));
     }
-    let headers = [
-        (header::CONTENT_TYPE, content_type),
-        (X_ROBOTS_TAG, NOINDEX),
-    ];
     let route = match (encoding, name.is_news()) {
         (Encoding::Gzip, false) => routes::PAGE_GZ,
         (Encoding::Plain, false) => routes::PAGE_XML,
@@ -281,7 +310,7 @@ async fn page(
     let mut response = if method == Method::HEAD {
         // Framed like the GET (streamed, length unknown), without reading rows.
         let no_chunks = futures_util::stream::empty::<Result<Bytes, Infallible>>();
-        (headers, Body::from_stream(no_chunks)).into_response()
+        Body::from_stream(no_chunks).into_response()
     } else {
         // An uncompressed page (for the rare client that accepts no
         // encoding, up to 50 MiB) is inflated from the cached gzip as the
@@ -304,7 +333,7 @@ async fn page(
         if codec == Codec::Identity {
             let held = state.bodies.reserve(INFLATE_HOLD_BYTES, Some(&body))?;
             let inflated = Inflated::new(body, held).counted(state.metrics.clone(), route);
-            (headers, Body::from_stream(inflated)).into_response()
+            Body::from_stream(inflated).into_response()
         } else {
             let length = total_len(&body);
             if source != Source::Built {
@@ -312,17 +341,13 @@ async fn page(
             }
             let held = state.bodies.reserve(0, Some(&body))?;
             (
-                headers,
                 [(header::CONTENT_LENGTH, HeaderValue::from(length))],
                 Body::from_stream(HeldChunks::new(body, held)),
             )
                 .into_response()
         }
     };
-    if let Some(vary) = vary {
-        set_content_encoding(response.headers_mut(), codec);
-        response.headers_mut().insert(header::VARY, vary);
-    }
+    representation.apply(response.headers_mut());
     validators.apply(response.headers_mut(), state.cache_max_age);
     Ok(response)
 }
