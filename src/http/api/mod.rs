@@ -9,6 +9,8 @@
 mod body;
 mod model;
 
+use std::collections::BTreeMap;
+
 use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
@@ -20,7 +22,8 @@ use axum::routing::{any, get};
 use axum::{Json, middleware};
 use serde::Deserialize;
 use time::OffsetDateTime;
-use utoipa::{IntoParams, OpenApi};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+use utoipa::{IntoParams, IntoResponses, OpenApi};
 
 pub(crate) use model::ApiDoc;
 use model::{DeleteSummary, RecordView, Stats, WriteSummary};
@@ -109,6 +112,50 @@ async fn openapi() -> Response {
     Json(ApiDoc::openapi()).into_response()
 }
 
+const PROBLEM_JSON: &str = "application/problem+json";
+
+const NO_TOKEN: (u16, &str) = (401, "No or wrong token");
+
+/// The refusal every operation may answer: its token.
+struct Unauthorized;
+
+impl IntoResponses for Unauthorized {
+    fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        problems(&[NO_TOKEN])
+    }
+}
+
+/// The refusals of every batch operation besides its own `422`: its token,
+/// its size, and what its body is.
+struct BatchRefusals;
+
+impl IntoResponses for BatchRefusals {
+    fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        problems(&[
+            NO_TOKEN,
+            (413, "Body or batch too large"),
+            (415, "Not JSON or NDJSON, or an unknown Content-Encoding"),
+        ])
+    }
+}
+
+/// Responses of a problem document each, by status.
+fn problems(refusals: &[(u16, &str)]) -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+    refusals
+        .iter()
+        .map(|&(status, description)| {
+            let content = ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build();
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content(PROBLEM_JSON, content)
+                .build();
+            (status.to_string(), RefOr::T(response))
+        })
+        .collect()
+}
+
 /// Upsert a batch of records.
 ///
 /// Keyed by (site, loc). A record identical to its row changes nothing and
@@ -122,10 +169,8 @@ async fn openapi() -> Response {
     ),
     responses(
         (status = 200, description = "Applied", body = WriteSummary),
-        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body or batch too large", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON or NDJSON, or an unknown Content-Encoding", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid records, each error listed; nothing written", body = Problem, content_type = "application/problem+json"),
+        BatchRefusals,
+        (status = 422, description = "Invalid records, each error listed; nothing written", body = Problem, content_type = PROBLEM_JSON),
     )
 )]
 async fn put_urls(
@@ -162,10 +207,8 @@ async fn show_at_once(state: &HttpState) {
     ),
     responses(
         (status = 200, description = "Deleted", body = DeleteSummary),
-        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body or batch too large", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Not JSON or NDJSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid locs; nothing deleted", body = Problem, content_type = "application/problem+json"),
+        BatchRefusals,
+        (status = 422, description = "Invalid locs; nothing deleted", body = Problem, content_type = PROBLEM_JSON),
     )
 )]
 async fn delete_urls(
@@ -204,9 +247,9 @@ struct Lookup {
     params(Lookup),
     responses(
         (status = 200, description = "The record", body = RecordView),
-        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such record", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Not a valid loc for the site", body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
+        (status = 404, description = "No such record", body = Problem, content_type = PROBLEM_JSON),
+        (status = 422, description = "Not a valid loc for the site", body = Problem, content_type = PROBLEM_JSON),
     )
 )]
 async fn get_url(
@@ -250,7 +293,7 @@ async fn get_url(
     path = "/api/v1/stats",
     responses(
         (status = 200, description = "The counts", body = Stats),
-        (status = 401, description = "No or wrong token", body = Problem, content_type = "application/problem+json"),
+        Unauthorized,
     )
 )]
 async fn stats(State(state): State<HttpState>) -> Result<Json<Stats>, HttpError> {
