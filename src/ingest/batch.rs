@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 
 use super::formats::Position;
 use super::import::Rejected;
+use super::rule::Rule;
 use super::validate::{FieldError, QUOTE_CHARS, RawRecord, Record, Validator};
 use crate::quote::truncated;
 
@@ -76,7 +77,11 @@ pub(crate) fn elements<T: DeserializeOwned>(
         serde_json::from_str::<T>(text).map_err(|e| FieldError {
             field: "record".into(),
             value: truncated(text.trim(), QUOTE_CHARS),
-            rule: format!("{expected} ({e})"),
+            rule: Rule::Record {
+                expected: expected.to_owned(),
+                problem: e.to_string(),
+                unknown_field_hint: false,
+            },
         })
     };
     match format {
@@ -155,7 +160,10 @@ mod tests {
             ("record", "7")
         );
         let error = parsed[2].1.as_ref().expect_err("unknown field");
-        assert!(error.rule.contains("unknown field `colour`"), "{error}");
+        assert!(
+            matches!(&error.rule, Rule::Record { problem, .. } if problem.contains("unknown field `colour`")),
+            "{error}"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use url::Url;
 
+use super::rule::Rule;
 use super::validate::{CLOCK_SKEW, FieldError, check_loc, field_error, parse_w3c_datetime};
 use crate::sitemap::codes;
 use crate::sitemap::extensions::{
@@ -81,8 +82,8 @@ pub(crate) struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn refuse(&mut self, field: String, value: &str, rule: impl Into<String>) {
-        self.errors.push(field_error(field, value, rule.into()));
+    fn refuse(&mut self, field: String, value: &str, rule: Rule) {
+        self.errors.push(field_error(field, value, rule));
     }
 
     pub(crate) fn images(&mut self, value: &Value) -> Option<Vec<Image>> {
@@ -90,7 +91,7 @@ impl Checker<'_> {
             self.refuse(
                 "images".into(),
                 &value.to_string(),
-                r#"a JSON array of {"loc": URL}"#,
+                Rule::JsonArrayOf(r#"{"loc": URL}"#),
             );
             return None;
         };
@@ -98,7 +99,7 @@ impl Checker<'_> {
             self.refuse(
                 "images".into(),
                 &format!("{} images", items.len()),
-                "at most 1,000 images per URL",
+                Rule::AtMostImages,
             );
             return None;
         }
@@ -121,7 +122,7 @@ impl Checker<'_> {
             self.refuse(
                 "videos".into(),
                 &value.to_string(),
-                "a JSON array of video objects",
+                Rule::JsonArrayOf("video objects"),
             );
             return None;
         };
@@ -152,17 +153,13 @@ impl Checker<'_> {
             MAX_TEXT_CHARS,
         );
         if !object.contains_key("content_loc") && !object.contains_key("player_loc") {
-            self.refuse(
-                format!("{field}.content_loc"),
-                "",
-                "content_loc or player_loc is required",
-            );
+            self.refuse(format!("{field}.content_loc"), "", Rule::ContentOrPlayerLoc);
         }
         let media_loc = |checker: &mut Self, key: &str| {
             let value = object.get(key)?;
             let url = checker.url(format!("{field}.{key}"), Some(value))?;
             if url == checker.loc {
-                checker.refuse(format!("{field}.{key}"), &url, "not the page's own loc");
+                checker.refuse(format!("{field}.{key}"), &url, Rule::NotThePagesOwnLoc);
                 return None;
             }
             Some(url)
@@ -175,7 +172,7 @@ impl Checker<'_> {
                 self.refuse(
                     format!("{field}.duration"),
                     &v.to_string(),
-                    "whole seconds from 1 to 28800",
+                    Rule::DurationSeconds,
                 );
             }
             seconds.and_then(|s| u32::try_from(s).ok())
@@ -189,7 +186,10 @@ impl Checker<'_> {
                 self.refuse(
                     format!("{field}.rating"),
                     &v.to_string(),
-                    "a number from 0.0 to 5.0",
+                    Rule::NumberFrom {
+                        from: "0.0",
+                        to: "5.0",
+                    },
                 );
             }
             rating
@@ -200,7 +200,7 @@ impl Checker<'_> {
                 self.refuse(
                     format!("{field}.view_count"),
                     &v.to_string(),
-                    "a whole number, 0 or more",
+                    Rule::WholeNumber,
                 );
             }
             count
@@ -212,11 +212,7 @@ impl Checker<'_> {
             let value = object.get(key)?;
             let flag = value.as_bool();
             if flag.is_none() {
-                checker.refuse(
-                    format!("{field}.{key}"),
-                    &value.to_string(),
-                    "true or false (served as yes / no)",
-                );
+                checker.refuse(format!("{field}.{key}"), &value.to_string(), Rule::Boolean);
             }
             flag
         };
@@ -228,7 +224,7 @@ impl Checker<'_> {
                 &format!("{field}.restriction"),
                 v,
                 "countries",
-                "an ISO 3166-1 alpha-2 country code in upper case (FR, US, …)",
+                Rule::Country,
                 codes::is_country,
             )?;
             Some(Restriction {
@@ -241,7 +237,7 @@ impl Checker<'_> {
                 &format!("{field}.platform"),
                 v,
                 "platforms",
-                "web, mobile or tv",
+                Rule::Platform,
                 |p| matches!(p, "web" | "mobile" | "tv"),
             )?;
             Some(Platform {
@@ -257,7 +253,7 @@ impl Checker<'_> {
                 self.refuse(
                     format!("{field}.tags"),
                     &v.to_string(),
-                    "an array of strings",
+                    Rule::ArrayOf(Box::new(Rule::NonEmptyString)),
                 );
                 return None;
             };
@@ -265,7 +261,7 @@ impl Checker<'_> {
                 self.refuse(
                     format!("{field}.tags"),
                     &format!("{} tags", items.len()),
-                    "at most 32 tags",
+                    Rule::AtMostTags,
                 );
                 return None;
             }
@@ -314,7 +310,7 @@ impl Checker<'_> {
                     .and_then(|u| u.host_str().map(str::to_owned))
             };
             if host(&url) != host(self.loc) {
-                self.refuse(format!("{field}.info"), &url, "a URL on the loc's host");
+                self.refuse(format!("{field}.info"), &url, Rule::OnTheLocsHost);
                 return None;
             }
             Some(url)
@@ -331,7 +327,7 @@ impl Checker<'_> {
         field: &str,
         value: &Value,
         list_key: &str,
-        item_rule: &str,
+        item_rule: Rule,
         valid: impl Fn(&str) -> bool,
     ) -> Option<(Relationship, Vec<String>)> {
         let object = self.object(field, value, &["relationship", list_key], &[])?;
@@ -342,7 +338,7 @@ impl Checker<'_> {
                 self.refuse(
                     format!("{field}.relationship"),
                     other.unwrap_or_default(),
-                    "allow or deny",
+                    Rule::AllowOrDeny,
                 );
                 None
             }
@@ -354,7 +350,7 @@ impl Checker<'_> {
                     .get(list_key)
                     .map(Value::to_string)
                     .unwrap_or_default(),
-                format!("an array: {item_rule}"),
+                Rule::ArrayOf(Box::new(item_rule)),
             );
             return None;
         };
@@ -385,7 +381,7 @@ impl Checker<'_> {
         );
         let language = match object.get("language") {
             None => {
-                self.refuse("news.language".into(), "", "required");
+                self.refuse("news.language".into(), "", Rule::Required);
                 None
             }
             Some(v) => {
@@ -394,7 +390,7 @@ impl Checker<'_> {
                     self.refuse(
                         "news.language".into(),
                         v.as_str().unwrap_or(&v.to_string()),
-                        "an ISO 639 language code in lower case (en, de, …), or zh-cn / zh-tw",
+                        Rule::NewsLanguage,
                     );
                 }
                 language.map(str::to_owned)
@@ -402,7 +398,7 @@ impl Checker<'_> {
         };
         let publication_date = match object.get("publication_date") {
             None => {
-                self.refuse("news.publication_date".into(), "", "required");
+                self.refuse("news.publication_date".into(), "", Rule::Required);
                 None
             }
             Some(v) => self
@@ -414,7 +410,7 @@ impl Checker<'_> {
                         self.refuse(
                             "news.publication_date".into(),
                             date,
-                            "not in the future (the article's first publication)",
+                            Rule::NotInFutureFirstPublication,
                         );
                     }
                     !future
@@ -435,7 +431,7 @@ impl Checker<'_> {
             self.refuse(
                 "alternates".into(),
                 &value.to_string(),
-                r#"a JSON array of {"hreflang": …, "href": URL}"#,
+                Rule::JsonArrayOf(r#"{"hreflang": …, "href": URL}"#),
             );
             return None;
         };
@@ -455,7 +451,7 @@ impl Checker<'_> {
                     self.refuse(
                         format!("{field}.hreflang"),
                         other.unwrap_or_default(),
-                        "an ISO 639-1 language, optionally with an ISO 3166-1 alpha-2 region (de, de-AT), or x-default",
+                        Rule::Hreflang,
                     );
                     None
                 }
@@ -465,13 +461,7 @@ impl Checker<'_> {
                 .filter(|href| {
                     let served = (self.served)(href);
                     if !served {
-                        self.refuse(
-                            format!("{field}.href"),
-                            href,
-                            "a URL under a configured site's base URL: each member is a row of its own \
-                             (one on a host sitemapd does not serve is written with SQL as a row of an \
-                             unserved site; see the README's hreflang section)",
-                        );
+                        self.refuse(format!("{field}.href"), href, Rule::UnderAServedSite);
                     }
                     served
                 });
@@ -480,7 +470,9 @@ impl Checker<'_> {
                     .iter()
                     .find(|(code, _)| code.eq_ignore_ascii_case(&hreflang))
                 {
-                    let rule = format!("each hreflang once per cluster (also given to {first})");
+                    let rule = Rule::HreflangOnce {
+                        first: first.clone(),
+                    };
                     self.refuse(format!("{field}.hreflang"), &hreflang, rule);
                     continue;
                 }
@@ -496,11 +488,7 @@ impl Checker<'_> {
             .map(|(code, _)| code.clone())
             .collect();
         if own.is_empty() {
-            self.refuse(
-                "alternates".into(),
-                self.loc,
-                "must list the record's own loc (every member lists itself)",
-            );
+            self.refuse("alternates".into(), self.loc, Rule::ListsItsOwnLoc);
             return None;
         }
         let cluster = links
@@ -524,7 +512,7 @@ impl Checker<'_> {
         deprecated: &[&str],
     ) -> Option<&'v Map<String, Value>> {
         let Some(object) = value.as_object() else {
-            self.refuse(field.to_owned(), &value.to_string(), "a JSON object");
+            self.refuse(field.to_owned(), &value.to_string(), Rule::JsonObject);
             return None;
         };
         let before = self.errors.len();
@@ -533,17 +521,16 @@ impl Checker<'_> {
                 .as_str()
                 .map_or_else(|| value.to_string(), str::to_owned);
             if deprecated.contains(&key.as_str()) {
-                self.refuse(
-                    format!("{field}.{key}"),
-                    &shown,
-                    "deprecated by Google in 2022; sitemapd never serves it",
-                );
+                self.refuse(format!("{field}.{key}"), &shown, Rule::Deprecated);
             } else if !allowed.contains(&key.as_str()) {
                 let kind = field.split('[').next().unwrap_or(field);
                 self.refuse(
                     format!("{field}.{key}"),
                     &shown,
-                    format!("not a field of {kind} ({})", allowed.join(", ")),
+                    Rule::NotAFieldOf {
+                        kind: kind.to_owned(),
+                        fields: allowed.iter().map(|&field| field.to_owned()).collect(),
+                    },
                 );
             }
         }
@@ -554,14 +541,14 @@ impl Checker<'_> {
     fn url(&mut self, field: String, value: Option<&Value>) -> Option<String> {
         match value {
             None => {
-                self.refuse(field, "", "required");
+                self.refuse(field, "", Rule::Required);
                 None
             }
             Some(Value::String(url)) => check_loc(url, None)
                 .map_err(|rule| self.refuse(field, url, rule))
                 .ok(),
             Some(other) => {
-                self.refuse(field, &other.to_string(), "an absolute http(s) URL");
+                self.refuse(field, &other.to_string(), Rule::AbsoluteHttpUrl);
                 None
             }
         }
@@ -571,7 +558,7 @@ impl Checker<'_> {
     fn text(&mut self, field: String, value: Option<&Value>, max_chars: usize) -> Option<String> {
         let text = match value {
             None => {
-                self.refuse(field, "", "required");
+                self.refuse(field, "", Rule::Required);
                 return None;
             }
             Some(Value::String(text)) if !text.is_empty() => text,
@@ -579,12 +566,12 @@ impl Checker<'_> {
                 let shown = other
                     .as_str()
                     .map_or_else(|| other.to_string(), str::to_owned);
-                self.refuse(field, &shown, "a non-empty string");
+                self.refuse(field, &shown, Rule::NonEmptyString);
                 return None;
             }
         };
         if text.chars().count() > max_chars {
-            self.refuse(field, text, format!("at most {max_chars} characters"));
+            self.refuse(field, text, Rule::AtMostChars(max_chars));
             return None;
         }
         if text.chars().any(|c| {
@@ -593,7 +580,7 @@ impl Checker<'_> {
             self.refuse(
                 field,
                 text,
-                "no control characters (XML cannot carry them)",
+                Rule::NoControlCharacters,
             );
             return None;
         }
@@ -610,7 +597,7 @@ impl Checker<'_> {
                     .as_str()
                     .map_or_else(|| value.to_string(), str::to_owned)
                     .as_str(),
-                "a W3C datetime: YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.s]] with Z or ±hh:mm",
+                Rule::W3cDateOrDateTime,
             );
             return None;
         };

@@ -19,6 +19,7 @@ use flate2::read::MultiGzDecoder;
 use quick_xml::events::Event;
 use quick_xml::name::ResolveResult;
 
+use super::rule::Rule;
 use super::sitemap_entry::{Dropped, EntryReader, Namespace};
 use super::validate::{FieldError, QUOTE_CHARS, RECORD_FIELDS, RawRecord};
 use crate::quote::truncated;
@@ -256,15 +257,11 @@ fn read_jsonl(
         .map_err(|e| FieldError {
             field: "record".into(),
             value: truncated(text, QUOTE_CHARS),
-            rule: format!(
-                "a JSON object of {} ({e}){}",
-                RECORD_FIELDS.join(", "),
-                if is_unknown_field(&e) {
-                    "; pass --ignore-unknown-fields to ignore the fields sitemapd does not know"
-                } else {
-                    ""
-                }
-            ),
+            rule: Rule::Record {
+                expected: format!("a JSON object of {}", RECORD_FIELDS.join(", ")),
+                problem: e.to_string(),
+                unknown_field_hint: is_unknown_field(&e),
+            },
         });
         if !each(Position::Line(i + 1), parsed) {
             return Err(ReadError::Stopped);

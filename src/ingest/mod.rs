@@ -2,7 +2,8 @@
 //!
 //! - [`validate`]: one rulebook for what a valid record is, and how it is
 //!   normalised, whatever the record came through; [`extensions`] holds its
-//!   rules for images, videos, news and hreflang alternates.
+//!   rules for images, videos, news and hreflang alternates, and [`rule`]
+//!   names every rule a refusal cites.
 //! - [`formats`]: reading records from JSON Lines, CSV and sitemap files;
 //!   [`sitemap_entry`] takes one `<url>` apart, extensions included.
 //! - [`import`]: `sitemapd import`, all or nothing, in bounded memory; and
@@ -14,6 +15,7 @@ pub(crate) mod batch;
 pub(crate) mod extensions;
 pub mod formats;
 pub mod import;
+pub mod rule;
 pub(crate) mod sitemap_entry;
 pub(crate) mod sort;
 pub mod validate;

@@ -16,10 +16,11 @@ use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 use url::Url;
 
 use super::extensions::{Checker, Membership};
+use super::rule::Rule;
 use crate::quote::truncated;
 use crate::site::Site;
 use crate::sitemap::extensions::{Image, News, Video};
-use crate::sitemap::name::{SLUG_RULE, is_section_slug};
+use crate::sitemap::name::is_section_slug;
 use crate::sitemap::writer::MAX_LOC_CHARS;
 use crate::sitemap::{CHANGEFREQS, web_url_problem};
 
@@ -99,7 +100,7 @@ pub struct Record {
 pub struct FieldError {
     pub field: String,
     pub(crate) value: String,
-    pub rule: String,
+    pub rule: Rule,
 }
 
 impl fmt::Display for FieldError {
@@ -155,16 +156,18 @@ impl<'a> Validator<'a> {
             errors.push(error(
                 "site",
                 site_name,
-                format!("a configured site ({})", known.join(", ")),
+                Rule::ConfiguredSite {
+                    known: known.into_iter().map(str::to_owned).collect(),
+                },
             ));
         }
         let section = raw.section.as_deref().unwrap_or(self.default_section);
         if !section.is_empty() && !is_section_slug(section) {
-            errors.push(error("section", section, format!("a slug: {SLUG_RULE}")));
+            errors.push(error("section", section, Rule::Slug));
         }
         let loc = match raw.loc.as_deref() {
             None | Some("") => {
-                errors.push(error("loc", "", "required".into()));
+                errors.push(error("loc", "", Rule::Required));
                 None
             }
             Some(loc) => check_loc(loc, site)
@@ -173,12 +176,10 @@ impl<'a> Validator<'a> {
         };
         let lastmod = raw.lastmod.as_deref().and_then(|value| {
             parse_w3c_datetime(value)
-                .ok_or_else(|| {
-                    "a W3C datetime: YYYY, YYYY-MM, YYYY-MM-DD, or YYYY-MM-DDThh:mm[:ss[.s]] with Z or ±hh:mm".to_owned()
-                })
+                .ok_or(Rule::W3cDatetime)
                 .and_then(|at| {
                     if at > self.now + CLOCK_SKEW {
-                        Err(format!("not in the future (now is {})", self.now))
+                        Err(Rule::NotInFuture { now: self.now })
                     } else {
                         Ok(at)
                     }
@@ -190,18 +191,21 @@ impl<'a> Validator<'a> {
             let lower = value.to_ascii_lowercase();
             let found = CHANGEFREQS.iter().copied().find(|c| *c == lower);
             if found.is_none() {
-                errors.push(error(
-                    "changefreq",
-                    value,
-                    format!("one of {}", CHANGEFREQS.join(", ")),
-                ));
+                errors.push(error("changefreq", value, Rule::OneOf(&CHANGEFREQS)));
             }
             found
         });
         let priority = raw.priority.as_deref().and_then(|value| {
             match value.trim().parse::<f64>() {
                 Ok(p) if (0.0..=1.0).contains(&p) => return Some(p as f32),
-                _ => errors.push(error("priority", value, "a number from 0.0 to 1.0".into())),
+                _ => errors.push(error(
+                    "priority",
+                    value,
+                    Rule::NumberFrom {
+                        from: "0.0",
+                        to: "1.0",
+                    },
+                )),
             }
             None
         });
@@ -243,7 +247,7 @@ impl<'a> Validator<'a> {
 
 /// The normalised loc, or the rule it breaks (outside any site's scope
 /// when `site` is `None`).
-pub(crate) fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
+pub(crate) fn check_loc(loc: &str, site: Option<&Site>) -> Result<String, Rule> {
     match site {
         Some(site) if is_plainly_normal_under(loc, site) => Ok(loc.to_owned()),
         _ => parse_loc(loc, site),
@@ -330,37 +334,43 @@ fn is_plainly_normal_under(loc: &str, site: &Site) -> bool {
 
 /// [`check_loc`] the long way: the URL parser's normal form, then every
 /// rule.
-fn parse_loc(loc: &str, site: Option<&Site>) -> Result<String, String> {
-    if let Some((i, c)) = loc
+fn parse_loc(loc: &str, site: Option<&Site>) -> Result<String, Rule> {
+    if let Some((byte_offset, character)) = loc
         .char_indices()
         .find(|(_, c)| c.is_whitespace() || c.is_control())
     {
-        return Err(format!(
-            "no whitespace or control characters ({c:?} at byte {i})"
-        ));
+        return Err(Rule::NoWhitespace {
+            character,
+            byte_offset,
+        });
     }
-    let url = Url::parse(loc).map_err(|e| format!("an absolute URL ({e})"))?;
+    let url = Url::parse(loc).map_err(|e| Rule::AbsoluteUrl {
+        problem: e.to_string(),
+    })?;
     if let Some(rule) = web_url_problem(&url) {
-        return Err(rule.into());
+        return Err(Rule::WebUrl(rule));
     }
     if url.fragment().is_some() {
-        return Err("a URL without #fragment (crawlers drop it)".into());
+        return Err(Rule::NoFragment);
     }
     let normalised = String::from(url);
-    if let Some((i, problem)) = crate::sitemap::writer::uri_problem(&normalised) {
-        return Err(format!("a valid URI ({problem} at byte {i})"));
+    if let Some((byte_offset, problem)) = crate::sitemap::writer::uri_problem(&normalised) {
+        return Err(Rule::ValidUri {
+            problem,
+            byte_offset,
+        });
     }
     if normalised.chars().count() > MAX_LOC_CHARS {
-        return Err(format!(
-            "at most {MAX_LOC_CHARS} characters, once normalised"
-        ));
+        return Err(Rule::LocLength);
     }
     if let Some(site) = site {
         let under_base = normalised
             .strip_prefix(&site.origin)
             .is_some_and(|path| path.starts_with(&site.path_prefix));
         if !under_base {
-            return Err(format!("under the site's base URL {}", site.base_url));
+            return Err(Rule::UnderBaseUrl {
+                base_url: site.base_url.clone(),
+            });
         }
     }
     Ok(normalised)
@@ -439,11 +449,11 @@ fn digits<T: std::str::FromStr>(s: &str, n: usize) -> Option<T> {
     }
 }
 
-fn error(field: &'static str, value: &str, rule: String) -> FieldError {
+fn error(field: &'static str, value: &str, rule: Rule) -> FieldError {
     field_error(field.to_owned(), value, rule)
 }
 
-pub(super) fn field_error(field: String, value: &str, rule: String) -> FieldError {
+pub(super) fn field_error(field: String, value: &str, rule: Rule) -> FieldError {
     FieldError {
         field,
         value: truncated(value, QUOTE_CHARS),
@@ -535,12 +545,10 @@ mod tests {
         Validator::new(&sites, "default", "", NOW).validate(&record)
     }
 
-    fn rejected(record: RawRecord, field: &str, rule_part: &str) {
+    fn rejected(record: RawRecord, field: &str, broken: impl Fn(&Rule) -> bool) {
         let errors = check(record.clone()).expect_err(&format!("{record:?} is refused"));
         assert!(
-            errors
-                .iter()
-                .any(|e| e.field == field && e.rule.contains(rule_part)),
+            errors.iter().any(|e| e.field == field && broken(&e.rule)),
             "{record:?}: {errors:?}"
         );
     }
@@ -593,42 +601,62 @@ mod tests {
 
     #[test]
     fn loc_rules() {
-        rejected(RawRecord::default(), "loc", "required");
-        rejected(raw("www.example.com/shop/x"), "loc", "absolute URL");
-        rejected(raw("ftp://www.example.com/shop/x"), "loc", "http");
-        rejected(raw("https://www.example.com/shop/a b"), "loc", "whitespace");
-        rejected(raw("https://www.example.com/shop/a\u{7}"), "loc", "control");
+        rejected(RawRecord::default(), "loc", |rule| *rule == Rule::Required);
+        rejected(raw("www.example.com/shop/x"), "loc", |rule| {
+            matches!(rule, Rule::AbsoluteUrl { .. })
+        });
+        rejected(raw("ftp://www.example.com/shop/x"), "loc", |rule| {
+            *rule == Rule::WebUrl("an http:// or https:// URL")
+        });
+        rejected(raw("https://www.example.com/shop/a b"), "loc", |rule| {
+            matches!(rule, Rule::NoWhitespace { character: ' ', .. })
+        });
+        rejected(raw("https://www.example.com/shop/a\u{7}"), "loc", |rule| {
+            matches!(
+                rule,
+                Rule::NoWhitespace {
+                    character: '\u{7}',
+                    ..
+                }
+            )
+        });
         rejected(
             raw("https://user:pw@www.example.com/shop/x"),
             "loc",
-            "credentials",
+            |rule| *rule == Rule::WebUrl("a URL without credentials"),
         );
-        rejected(raw("https://www.example.com/shop/x#top"), "loc", "fragment");
+        rejected(raw("https://www.example.com/shop/x#top"), "loc", |rule| {
+            *rule == Rule::NoFragment
+        });
         rejected(
             raw("https://www.example.com/shop/50%-off"),
             "loc",
-            "'%' not followed by two hex digits",
+            |rule| matches!(rule, Rule::ValidUri { problem, .. } if problem.contains("'%' not followed by two hex digits")),
         );
         rejected(
             raw("https://www.example.com/shop/a[1]"),
             "loc",
-            "'[' or ']' outside the host",
+            |rule| matches!(rule, Rule::ValidUri { problem, .. } if problem.contains("'[' or ']' outside the host")),
         );
-        rejected(raw("https://other.example.com/shop/x"), "loc", "base URL");
-        rejected(raw("http://www.example.com/shop/x"), "loc", "base URL");
-        rejected(raw("https://www.example.com/x"), "loc", "base URL");
+        rejected(raw("https://other.example.com/shop/x"), "loc", |rule| {
+            matches!(rule, Rule::UnderBaseUrl { .. })
+        });
+        rejected(raw("http://www.example.com/shop/x"), "loc", |rule| {
+            matches!(rule, Rule::UnderBaseUrl { .. })
+        });
+        rejected(raw("https://www.example.com/x"), "loc", |rule| {
+            matches!(rule, Rule::UnderBaseUrl { .. })
+        });
         rejected(
             raw("https://www.example.com/shop/../admin"),
             "loc",
-            "base URL",
+            |rule| matches!(rule, Rule::UnderBaseUrl { .. }),
         );
-        rejected(
-            raw("https://www.example.com:8443/shop/x"),
-            "loc",
-            "base URL",
-        );
+        rejected(raw("https://www.example.com:8443/shop/x"), "loc", |rule| {
+            matches!(rule, Rule::UnderBaseUrl { .. })
+        });
         let long = format!("https://www.example.com/shop/{}", "a".repeat(2048));
-        rejected(raw(&long), "loc", "2048");
+        rejected(raw(&long), "loc", |rule| *rule == Rule::LocLength);
 
         let edge = format!("https://www.example.com/shop/{}", "a".repeat(2048 - 29));
         assert_eq!(check(raw(&edge)).expect("exactly 2,048").loc.len(), 2048);
@@ -702,10 +730,13 @@ mod tests {
         ] {
             let errors = at(bad).expect_err(bad);
             assert_eq!(errors[0].field, "lastmod", "{bad}");
-            assert!(errors[0].rule.contains("W3C datetime"), "{bad}: {errors:?}");
+            assert_eq!(errors[0].rule, Rule::W3cDatetime, "{bad}: {errors:?}");
         }
         let errors = at("2026-11-21T12:06Z").expect_err("future");
-        assert!(errors[0].rule.contains("future"), "{errors:?}");
+        assert!(
+            matches!(errors[0].rule, Rule::NotInFuture { .. }),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -724,7 +755,7 @@ mod tests {
         rejected(
             with(|r| r.changefreq = Some("sometimes".into())),
             "changefreq",
-            "one of always",
+            |rule| *rule == Rule::OneOf(&CHANGEFREQS),
         );
         assert_eq!(
             check(with(|r| r.priority = Some("1".into())))
@@ -742,7 +773,13 @@ mod tests {
             rejected(
                 with(|r| r.priority = Some(bad.into())),
                 "priority",
-                "0.0 to 1.0",
+                |rule| {
+                    *rule
+                        == Rule::NumberFrom {
+                            from: "0.0",
+                            to: "1.0",
+                        }
+                },
             );
         }
         assert_eq!(
@@ -751,19 +788,28 @@ mod tests {
                 .section,
             "news-de_2"
         );
-        rejected(with(|r| r.section = Some("News".into())), "section", "slug");
-        rejected(with(|r| r.section = Some("a/b".into())), "section", "slug");
+        rejected(
+            with(|r| r.section = Some("News".into())),
+            "section",
+            |rule| *rule == Rule::Slug,
+        );
+        rejected(
+            with(|r| r.section = Some("a/b".into())),
+            "section",
+            |rule| *rule == Rule::Slug,
+        );
         let blog = check(RawRecord {
             site: Some("blog".into()),
             ..raw("https://blog.example.org/post")
         })
         .expect("another configured site");
         assert_eq!(blog.site, "blog");
-        rejected(
-            with(|r| r.site = Some("nope".into())),
-            "site",
-            "configured site (default, blog)",
-        );
+        rejected(with(|r| r.site = Some("nope".into())), "site", |rule| {
+            *rule
+                == Rule::ConfiguredSite {
+                    known: vec!["default".into(), "blog".into()],
+                }
+        });
     }
 
     #[test]

@@ -8,6 +8,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use sitemapd::ingest::formats::{Format, Input};
 use sitemapd::ingest::import::{ImportOptions, ImportReport, import};
+use sitemapd::ingest::rule::Rule;
 use sqlx::PgPool;
 use tempfile::TempDir;
 
@@ -177,7 +178,10 @@ async fn one_invalid_record_writes_nothing_unless_skip_invalid(pool: PgPool) {
         .collect();
     assert_eq!(positions, ["line 3", "line 4", "line 5"]);
     assert_eq!(report.rejected[0].errors[0].field, "loc");
-    assert!(report.rejected[0].errors[0].rule.contains("base URL"));
+    assert!(matches!(
+        report.rejected[0].errors[0].rule,
+        Rule::UnderBaseUrl { .. }
+    ));
     assert_eq!(report.rejected[2].errors[0].field, "priority");
     assert!(app.table_locs().await.is_empty(), "all or nothing");
 

@@ -383,7 +383,7 @@ fn invalid(rejected: &[Rejected]) -> Problem {
             line,
             field: e.field.to_owned(),
             value: e.value.clone(),
-            rule: e.rule.clone(),
+            rule: e.rule.to_string(),
             detail: format!("{position}: {e}"),
         }));
     }
