@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 use url::Url;
 
@@ -19,7 +19,7 @@ use super::extensions::{Checker, Membership};
 use super::rule::Rule;
 use crate::quote::truncated;
 use crate::site::Site;
-use crate::sitemap::extensions::{Image, News, Video};
+use crate::sitemap::extensions::{Alternate, Image, News, Video};
 use crate::sitemap::name::is_section_slug;
 use crate::sitemap::writer::MAX_LOC_CHARS;
 use crate::sitemap::{CHANGEFREQS, web_url_problem};
@@ -44,9 +44,10 @@ pub(crate) const RECORD_FIELDS: [&str; 10] = [
     "news",
 ];
 
-/// A record as it arrives: every field optional text, checked by
-/// [`Validator::validate`].
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, utoipa::ToSchema)]
+/// A record on the wire: what import and the write API take, every field
+/// optional text checked by [`Validator::validate`], and what the write API
+/// answers a record with.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawRecord {
     /// Absolute http(s) URL under the site's base URL, at most 2,048 characters.
@@ -56,7 +57,11 @@ pub struct RawRecord {
     /// always, hourly, daily, weekly, monthly, yearly or never.
     pub changefreq: Option<String>,
     /// 0.0 to 1.0, as a number or a string.
-    #[serde(default, deserialize_with = "number_or_text")]
+    #[serde(
+        default,
+        deserialize_with = "number_or_text",
+        serialize_with = "number_if_one"
+    )]
     #[schema(value_type = Option<f64>)]
     pub priority: Option<String>,
     /// A slug (default: the default section).
@@ -65,7 +70,7 @@ pub struct RawRecord {
     pub site: Option<String>,
     /// hreflang alternates, the record's own loc among them:
     /// `[{"hreflang": "de-AT", "href": "https://…"}]`.
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[schema(value_type = Option<Vec<Alternate>>)]
     pub alternates: Option<serde_json::Value>,
     /// At most 1,000 images: `[{"loc": "https://…"}]`.
     #[schema(value_type = Option<Vec<Object>>)]
@@ -458,6 +463,18 @@ pub(super) fn field_error(field: String, value: &str, rule: Rule) -> FieldError 
         field,
         value: truncated(value, QUOTE_CHARS),
         rule,
+    }
+}
+
+/// Priority as JSON writes it: a number, as the record's text holds one.
+fn number_if_one<S: serde::Serializer>(
+    priority: &Option<String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match priority.as_deref().map(|text| (text, text.parse::<f64>())) {
+        None => serializer.serialize_none(),
+        Some((_, Ok(number))) => serializer.serialize_f64(number),
+        Some((text, Err(_))) => serializer.serialize_str(text),
     }
 }
 

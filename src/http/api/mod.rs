@@ -33,13 +33,10 @@ use super::error::{HttpError, Problem, RecordError};
 use crate::ingest::batch::{self, BatchError, RecordKey};
 use crate::ingest::formats::Position;
 use crate::ingest::import::{Rejected, write_records};
-use crate::ingest::validate::{RawRecord, Record, Validator};
+use crate::ingest::validate::{RECORD_FIELDS, RawRecord, Record, Validator};
 use crate::sitemap::{Encoding, PageName};
 use crate::store::Turn;
 
-/// What an upsert batch's elements must be, for error messages.
-const RECORD_SHAPE: &str =
-    "an object of loc (required), lastmod, changefreq, priority, section, site";
 /// What a delete batch's elements must be.
 const KEY_SHAPE: &str = "a loc string, or an object of loc (required) and site";
 
@@ -178,7 +175,11 @@ async fn put_urls(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<WriteSummary>, HttpError> {
-    let records = read_records::<RawRecord>(&state, &headers, body, RECORD_SHAPE).await?;
+    let shape = format!(
+        "an object of loc (required), {}",
+        RECORD_FIELDS[1..].join(", ")
+    );
+    let records = read_records::<RawRecord>(&state, &headers, body, &shape).await?;
     let counts = write_records(&state.store, &records).await?;
     show_at_once(&state).await;
     Ok(Json(WriteSummary::new(records.len(), counts)))

@@ -46,13 +46,10 @@ pub(super) struct DeleteSummary {
 /// One stored record, and where it is served.
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct RecordView {
-    pub(crate) site: String,
-    pub(crate) section: String,
-    pub(crate) loc: String,
-    #[schema(format = DateTime)]
-    pub(crate) lastmod: Option<String>,
-    pub(crate) changefreq: Option<String>,
-    pub(crate) priority: Option<f32>,
+    /// The record, as the API takes it; `alternates` are the hreflang links
+    /// its entry carries: every member of its cluster, itself included.
+    #[serde(flatten)]
+    pub(crate) record: RawRecord,
     /// When the row last changed.
     #[schema(format = DateTime)]
     pub(crate) updated_at: String,
@@ -62,46 +59,40 @@ pub(super) struct RecordView {
     pub(crate) sitemap: Option<String>,
     /// Why the row is left out of every sitemap, if it is.
     pub(crate) skip_reason: Option<String>,
-    /// The hreflang links its entry carries: every member of its cluster,
-    /// itself included.
-    pub(crate) alternates: Vec<Alternate>,
     /// Why its cluster's links are not served, if they are not.
     pub(crate) alternates_problem: Option<String>,
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub(crate) images: Option<serde_json::Value>,
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub(crate) videos: Option<serde_json::Value>,
-    #[schema(value_type = Option<Object>)]
-    pub(crate) news: Option<serde_json::Value>,
 }
 
 impl RecordView {
     pub(super) fn new(record: StoredRecord, sitemap: Option<String>) -> Self {
         let json = |text: Option<String>| text.and_then(|t| serde_json::from_str(&t).ok());
-        let alternates = match (&record.alternates_problem, record.hreflangs, record.hrefs) {
-            (None, Some(hreflangs), Some(hrefs)) => hreflangs
-                .into_iter()
-                .zip(hrefs)
-                .map(|(hreflang, href)| Alternate { hreflang, href })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let alternates: Vec<Alternate> =
+            match (&record.alternates_problem, record.hreflangs, record.hrefs) {
+                (None, Some(hreflangs), Some(hrefs)) => hreflangs
+                    .into_iter()
+                    .zip(hrefs)
+                    .map(|(hreflang, href)| Alternate { hreflang, href })
+                    .collect(),
+                _ => Vec::new(),
+            };
         RecordView {
-            alternates,
-            alternates_problem: record.alternates_problem,
-            images: json(record.images),
-            videos: json(record.videos),
-            news: json(record.news),
-            site: record.site,
-            section: record.section,
-            loc: record.loc,
-            lastmod: record.lastmod.map(rfc3339),
-            changefreq: record.changefreq,
-            priority: record.priority,
+            record: RawRecord {
+                loc: Some(record.loc),
+                lastmod: record.lastmod.map(rfc3339),
+                changefreq: record.changefreq,
+                priority: record.priority.map(|priority| priority.to_string()),
+                section: Some(record.section),
+                site: Some(record.site),
+                alternates: serde_json::to_value(alternates).ok(),
+                images: json(record.images),
+                videos: json(record.videos),
+                news: json(record.news),
+            },
             updated_at: rfc3339(record.updated_at),
             page: record.page,
             sitemap,
             skip_reason: record.skip_reason,
+            alternates_problem: record.alternates_problem,
         }
     }
 }
