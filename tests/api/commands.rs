@@ -386,3 +386,23 @@ async fn fold_places_a_bulk_load_before_the_service_starts(pool: PgPool) {
     .expect("feed");
     assert_eq!(added, 25_000);
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+        .arg("--version")
+        .output()
+        .expect("the binary runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = String::from_utf8(output.stdout).expect("UTF-8");
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git runs");
+    let head = String::from_utf8(head.stdout).expect("UTF-8");
+    assert_eq!(
+        printed.trim(),
+        format!("sitemapd {} ({})", env!("CARGO_PKG_VERSION"), head.trim()),
+    );
+}
