@@ -12,10 +12,15 @@
 //! on the operators' listener (`metrics_listen`), and such a response is
 //! never stored by a shared cache.
 
+use std::sync::OnceLock;
+
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::macros::format_description;
 
@@ -142,7 +147,16 @@ fn respond(
 ) -> Response {
     let body = document.into_string();
     state.metrics.body_bytes(routes::HTML_VIEW, body.len());
-    let headers = [(header::CONTENT_TYPE, HTML), (X_ROBOTS_TAG, NOINDEX)];
+    let headers = [
+        (header::CONTENT_TYPE, HTML),
+        (X_ROBOTS_TAG, NOINDEX),
+        (header::CONTENT_SECURITY_POLICY, content_security_policy()),
+        (
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ),
+        (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
+    ];
     if audience == Audience::Operator || status != StatusCode::OK {
         let mut response = (status, headers, body).into_response();
         if audience == Audience::Operator {
@@ -165,6 +179,23 @@ fn respond(
     let mut response = (headers, body).into_response();
     validators.apply(response.headers_mut(), state.cache_max_age);
     response
+}
+
+/// What the view may load: its own inline style (by its hash), images of
+/// its own origin, and nothing else: no script, no frame around it, no
+/// form sent elsewhere.
+fn content_security_policy() -> HeaderValue {
+    static POLICY: OnceLock<HeaderValue> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let style = BASE64_STANDARD.encode(Sha256::digest(STYLE.as_bytes()));
+            let policy = format!(
+                "default-src 'none'; style-src 'sha256-{style}'; img-src 'self' data:; \
+                 form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+            );
+            HeaderValue::from_str(&policy).expect("a policy of ASCII")
+        })
+        .clone()
 }
 
 /// The site's sections and pages, the finder (with its answer, when asked),

@@ -120,6 +120,7 @@ pub(crate) fn metrics_router(state: HttpState) -> Router {
             state.clone(),
             add_retry_after,
         ))
+        .layer(axum::middleware::map_response(add_nosniff))
         .with_state(state)
 }
 
@@ -130,7 +131,7 @@ pub(crate) fn overflow_router(state: HttpState) -> Router {
 }
 
 /// What every response on the public port goes through: `Host` checked,
-/// counted by route and status, `Retry-After` on every `503`.
+/// counted by route and status, `Retry-After` on every `503`, `nosniff`.
 fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpState> {
     router
         .layer(axum::middleware::from_fn(require_valid_host))
@@ -142,6 +143,7 @@ fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpSta
             state.clone(),
             add_retry_after,
         ))
+        .layer(axum::middleware::map_response(add_nosniff))
 }
 
 /// `400` for a request whose `Host` is missing, repeated or malformed, which
@@ -241,5 +243,15 @@ async fn add_retry_after(State(state): State<HttpState>, mut response: Response)
             .entry(header::RETRY_AFTER)
             .or_insert_with(|| state.retry_after.clone());
     }
+    response
+}
+
+/// Every response is taken for its declared type, never sniffed: an error
+/// that quotes the request stays text, whatever the request put in it.
+async fn add_nosniff(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }

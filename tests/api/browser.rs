@@ -13,6 +13,11 @@ use crate::helpers::{BASE_URL, TestApp, assert_well_formed, header};
 /// Runs headless Chromium off the test's one runtime thread, which the
 /// server needs to answer it.
 async fn chromium(action: Vec<String>, url: String) -> String {
+    chromium_logged(action, url).await.0
+}
+
+/// [`chromium`], with what the browser logged, its console included.
+async fn chromium_logged(action: Vec<String>, url: String) -> (String, String) {
     tokio::task::spawn_blocking(move || {
         let profile = tempfile::TempDir::new().expect("profile directory");
         let output = Command::new("chromium")
@@ -37,7 +42,10 @@ async fn chromium(action: Vec<String>, url: String) -> String {
             "chromium {action:?} {url}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        String::from_utf8(output.stdout).expect("UTF-8 DOM")
+        (
+            String::from_utf8(output.stdout).expect("UTF-8 DOM"),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
     })
     .await
     .expect("chromium finished")
@@ -259,4 +267,30 @@ async fn a_browser_shows_the_html_view_without_xslt(pool: PgPool) {
         index.contains(r#"<a href="sitemaps.html">HTML view</a>"#),
         "the XSL view links to the HTML one: {index}"
     );
+}
+
+#[sqlx::test]
+async fn the_html_view_and_the_documents_render_under_their_security_headers(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    sqlx::query("INSERT INTO sitemap_urls (loc, lastmod) VALUES ($1 || 'a', '2026-03-04')")
+        .bind(BASE_URL)
+        .execute(&app.pool)
+        .await
+        .expect("seed");
+    app.fold().await;
+    let view = app.get("/sitemaps.html").await;
+    let policy = header(&view, "content-security-policy");
+    assert!(policy.contains("default-src 'none'"), "{policy}");
+    assert!(!policy.contains("script"), "no script is allowed: {policy}");
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    let logging = ["--enable-logging=stderr".to_owned(), "--v=0".to_owned()];
+    for path in ["/sitemaps.html", "/sitemap_index.xml", "/sitemap-1.xml"] {
+        let action = [logging.as_slice(), &["--dump-dom".to_owned()]].concat();
+        let (dom, log) = chromium_logged(action, app.url(path)).await;
+        assert!(dom.contains("<table"), "{path} renders its table: {dom}");
+        assert!(
+            !log.contains("Content Security Policy") && !log.contains("X-Content-Type-Options"),
+            "{path} loads all it needs under its headers: {log}"
+        );
+    }
 }

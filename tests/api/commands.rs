@@ -406,3 +406,22 @@ fn version_names_the_commit_it_was_built_from() {
         format!("sitemapd {} ({})", env!("CARGO_PKG_VERSION"), head.trim()),
     );
 }
+
+#[test]
+fn token_ends_every_line_it_prints() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+        .arg("token")
+        .output()
+        .expect("the binary runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = String::from_utf8(output.stdout.clone()).expect("UTF-8");
+    let lines: Vec<&str> = printed.split_inclusive('\n').collect();
+    assert_eq!(lines.len(), 2, "{printed:?}");
+    assert!(lines[0].starts_with("token: smd_") && lines[0].ends_with('\n'));
+    assert!(lines[1].starts_with("hash:  sha256:") && lines[1].ends_with('\n'));
+    let hint = stderr(&output);
+    assert!(
+        hint.starts_with("Add the hash to api_token_hashes") && hint.ends_with(".\n"),
+        "{hint:?}"
+    );
+}

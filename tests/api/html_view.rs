@@ -294,3 +294,63 @@ async fn news_titles_are_escaped_in_the_news_screen(pool: PgPool) {
     assert!(screen.contains("The &lt;Example&gt; Times"), "{screen}");
     assert_eq!(table_rows(&screen), 1);
 }
+
+#[sqlx::test]
+async fn every_response_is_nosniff_and_the_view_allows_no_script(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.metrics_listen = Some("127.0.0.1:0".parse().expect("address"));
+    })
+    .await;
+    seed_rows(&app, 3).await;
+
+    let view = app.get("/sitemaps.html").await;
+    assert_eq!(view.status(), 200);
+    assert_eq!(header(&view, "x-content-type-options"), "nosniff");
+    assert_eq!(header(&view, "referrer-policy"), "no-referrer");
+    assert_eq!(header(&view, "x-frame-options"), "DENY");
+    let policy = header(&view, "content-security-policy");
+    for directive in [
+        "default-src 'none'",
+        "style-src 'sha256-",
+        "img-src 'self' data:",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(policy.contains(directive), "{directive}: {policy}");
+    }
+    assert!(!policy.contains("script"), "{policy}");
+
+    // An error that quotes its input stays text, and is never sniffed.
+    let echoed = app
+        .get("/sitemaps.html?page=%3Cimg%20src=x%20onerror=alert(1)%3E")
+        .await;
+    assert_eq!(echoed.status(), 400);
+    assert!(header(&echoed, "content-type").starts_with("text/plain"));
+    assert_eq!(header(&echoed, "x-content-type-options"), "nosniff");
+
+    for path in [
+        "/sitemap_index.xml",
+        "/sitemap-1.xml.gz",
+        "/sitemap.xsl",
+        "/robots.txt",
+        "/healthz",
+        "/no-such-sitemap.xml",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(
+            header(&response, "x-content-type-options"),
+            "nosniff",
+            "{path}"
+        );
+    }
+    let operators = format!(
+        "http://{}/metrics",
+        app.metrics_addr.expect("metrics listener")
+    );
+    let metrics = crate::helpers::client()
+        .get(operators)
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(header(&metrics, "x-content-type-options"), "nosniff");
+}
