@@ -12,6 +12,9 @@ FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /src/target/release/sitemapd /usr/local/bin/sitemapd
 USER nonroot:nonroot
 ENV SITEMAPD_LISTEN=0.0.0.0:8080
+# The operators' port (metrics, left-out rows, probes): for the container
+# network only; publish 8080 alone.
+ENV SITEMAPD_METRICS_LISTEN=0.0.0.0:8081
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
     CMD ["/usr/local/bin/sitemapd", "health"]

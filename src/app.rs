@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::http::HeaderValue;
@@ -79,16 +80,14 @@ pub fn sites(config: &Config) -> Sites {
 }
 
 impl App {
-    /// Applies the configuration to the schema, places what was committed
-    /// before the start, and builds the service.
+    /// Applies the configuration to the schema and builds the service.
+    /// What was committed before the start is placed once it serves.
     pub async fn prepare(store: Store, config: &Config) -> Result<App, store::Error> {
         let settings = &config.settings;
         let store = store
             .with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms))
             .with_fold_batch_rows(settings.fold_batch_rows);
         apply_config(&store, config).await?;
-        // Serve from the first request what was committed before the start.
-        store.fold(Turn::Wait).await?;
         let metrics = Arc::new(Metrics::default());
         let pages = Arc::new(pages(&store, config, &metrics));
         let sites = sites(config);
@@ -110,12 +109,13 @@ impl App {
             retry_after: HeaderValue::from(settings.retry_after_seconds),
             bodies: http::bodies::BodyBudget::new(settings.response_memory_bytes, metrics.clone()),
             metrics,
-            metrics_apart: settings.metrics_listen.is_some(),
+            metrics_public: settings.metrics_public,
             api: http::api::ApiSettings {
                 tokens: config.tokens.clone(),
                 max_body_bytes: usize::try_from(settings.api_max_body_bytes).unwrap_or(usize::MAX),
                 max_records: settings.api_max_records as usize,
             },
+            ready: Arc::new(AtomicBool::new(false)),
         });
         Ok(App {
             state,
@@ -219,17 +219,47 @@ impl App {
             });
         };
         let state = &self.state;
+        let (store, summaries, ready) = (
+            state.store.clone(),
+            state.pages.summaries.clone(),
+            state.ready.clone(),
+        );
+        let (pusher, submitter) = (
+            self.announcers.indexnow.clone(),
+            self.announcers.submitter.clone(),
+        );
+        // The announcers start once the backlog is placed: a site's IndexNow
+        // cursor starts at the feed's end then, so changes committed before
+        // it had a key are not pushed, and no index is submitted half placed.
+        // Ready once they have.
+        start(Box::pin(async move {
+            place_the_backlog(&store, &summaries).await;
+            if let Some(pusher) = &pusher {
+                while let Err(error) = pusher.start_cursors().await {
+                    tracing::warn!(%error, "IndexNow: could not start the change feed's cursors; retrying");
+                    tokio::time::sleep(RETRY).await;
+                }
+            }
+            ready.store(true, Ordering::Release);
+            tracing::info!("ready: the changes committed before the start are placed");
+            tokio::join!(
+                async {
+                    if let Some(pusher) = pusher {
+                        pusher.run().await;
+                    }
+                },
+                async {
+                    if let Some(submitter) = submitter {
+                        submitter.run().await;
+                    }
+                },
+            );
+        }));
         start(Box::pin(skips::report_periodically(
             state.store.clone(),
             self.skip_report_interval,
         )));
         start(Box::pin(self.folder.clone().run()));
-        if let Some(pusher) = self.announcers.indexnow.clone() {
-            start(Box::pin(pusher.run()));
-        }
-        if let Some(submitter) = self.announcers.submitter.clone() {
-            start(Box::pin(submitter.run()));
-        }
         if !state.pages.summaries.is_disabled() {
             start(Box::pin(summaries::listen(
                 state.store.clone(),
@@ -242,6 +272,35 @@ impl App {
                 state.sites.all().to_vec(),
                 interval,
             )));
+        }
+    }
+}
+
+/// How long to wait before trying a start-up step again.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Places every change committed before the start, batch by batch beside
+/// the fold loop. Until then the service serves the pages already placed,
+/// whole, and `/readyz` answers `503`, so a load balancer keeps it out of
+/// rotation while it would serve an older index than the replicas beside
+/// it. Stopped midway (SIGTERM), the fold under way rolls back whole and
+/// the next start goes on from the last one.
+async fn place_the_backlog(store: &Store, summaries: &Summaries) {
+    tracing::info!("placing the changes committed before the start");
+    loop {
+        match store.fold(Turn::Wait).await {
+            Ok(folded) => {
+                summaries.invalidate();
+                tracing::info!(
+                    rows = folded.unwrap_or(0),
+                    "placed the changes committed before the start"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not place the changes committed before the start; retrying");
+                tokio::time::sleep(RETRY).await;
+            }
         }
     }
 }
@@ -284,16 +343,20 @@ fn pages(store: &Store, config: &Config, metrics: &Arc<Metrics>) -> Pages {
 }
 
 /// The announcers alone, for `sitemapd submit`: the index files read
-/// afresh, and metrics nobody scrapes.
+/// afresh, metrics nobody scrapes, and the IndexNow cursors started.
 pub async fn announcers(store: &Store, config: &Config) -> Result<Announcers, store::Error> {
-    announcers_with(
+    let announcers = announcers_with(
         store,
         config,
         &sites(config),
         &indexes(store.clone(), config),
         &Arc::new(Metrics::default()),
     )
-    .await
+    .await?;
+    if let Some(pusher) = &announcers.indexnow {
+        pusher.start_cursors().await?;
+    }
+    Ok(announcers)
 }
 
 /// The IndexNow pusher (sites with a key, each cursor started at the
@@ -320,9 +383,6 @@ async fn announcers_with(
     // Each sender holds a connection while it waits for an engine's answer,
     // up to the request timeout: they get their own, not the service's.
     let store = &store.with_own_pool(ANNOUNCER_CONNECTIONS);
-    for target in &targets {
-        store.start_indexnow(&target.site).await?;
-    }
     let client = announce::client();
     let indexnow = (!targets.is_empty()).then(|| announce::indexnow::Pusher {
         store: store.clone(),

@@ -52,6 +52,8 @@ pub struct Settings {
     pub listen: SocketAddr,
     #[serde(default)]
     pub metrics_listen: Option<SocketAddr>,
+    /// Whether `/metrics` is also served on `listen`.
+    pub metrics_public: bool,
     pub(crate) site: String,
     pub base_url: String,
     /// Whether the primary site's index also lists its subfolder sites'.

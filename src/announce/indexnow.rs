@@ -163,7 +163,16 @@ pub(crate) enum Sent {
 }
 
 impl Pusher {
-    /// Pushes until aborted.
+    /// Starts each site's cursor at the feed's end the first time the site
+    /// has a key, so what changed before is never back-filled.
+    pub(crate) async fn start_cursors(&self) -> Result<(), store::Error> {
+        for target in &self.targets {
+            self.store.start_indexnow(&target.site).await?;
+        }
+        Ok(())
+    }
+
+    /// Pushes until aborted, from cursors started before.
     pub(crate) async fn run(self) {
         let poll = self.batch_delay.clamp(POLL_MIN, POLL_MAX);
         let mut progress: Vec<Progress> =

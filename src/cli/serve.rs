@@ -9,7 +9,9 @@ use tokio::net::TcpListener;
 pub(super) async fn run(config: &Config) -> anyhow::Result<()> {
     let settings = &config.settings;
     sitemapd::http::raise_open_files_limit();
-    let app = App::prepare(super::open(config, Workload::Serving).await?, config).await?;
+    // The ports are bound before anything else, so /healthz answers from the
+    // first second; the database is reached, migrated and configured next,
+    // and the backlog is placed while serving (/readyz says when).
     let metrics_listener = match settings.metrics_listen {
         Some(address) => Some(
             TcpListener::bind(address)
@@ -21,6 +23,7 @@ pub(super) async fn run(config: &Config) -> anyhow::Result<()> {
     let listener = TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;
+    let app = App::prepare(super::open(config, Workload::Serving).await?, config).await?;
     for site in app.state().sites.all() {
         tracing::info!(
             listen = %listener.local_addr()?,

@@ -38,6 +38,9 @@ pub(crate) enum HttpError {
     /// A write API request without a token the service admits.
     #[error("unauthorized")]
     Unauthorized,
+    /// The changes committed before the start are still being placed.
+    #[error("not ready")]
+    NotReady,
     /// A write API request refused for what it holds.
     #[error("{}: {}", .0.title, .0.detail)]
     Problem(Box<Problem>),
@@ -178,6 +181,12 @@ impl IntoResponse for HttpError {
                 );
                 response
             }
+            HttpError::NotReady => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+                "placing the changes committed before the start, retry later\n",
+            )
+                .into_response(),
             HttpError::Problem(problem) => problem_response(&problem),
         }
     }

@@ -1,5 +1,7 @@
 //! Liveness and readiness, for orchestrators and load balancers.
 
+use std::sync::atomic::Ordering;
+
 use axum::extract::State;
 
 use super::{HttpError, HttpState};
@@ -9,8 +11,13 @@ pub(super) async fn live() -> &'static str {
     "ok\n"
 }
 
-/// `GET /readyz`: the database answers, so sitemaps can be served.
+/// `GET /readyz`: every change committed before the start is placed, so
+/// this replica serves what every other one serves, and the database
+/// answers.
 pub(super) async fn ready(State(state): State<HttpState>) -> Result<&'static str, HttpError> {
+    if !state.ready.load(Ordering::Acquire) {
+        return Err(HttpError::NotReady);
+    }
     state.store.ping().await?;
     Ok("ready\n")
 }

@@ -16,6 +16,7 @@ mod sitemaps;
 mod sites;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
@@ -47,11 +48,14 @@ pub struct Shared {
     /// Sent with every `503`: when a crawler should come back.
     pub(crate) retry_after: HeaderValue,
     pub(crate) metrics: Arc<Metrics>,
-    /// Whether `/metrics` has a listener of its own (else it is on the main one).
-    pub(crate) metrics_apart: bool,
+    /// Whether `/metrics` is served on the public listener too
+    /// (`metrics_public`); it always is on the operators' one.
+    pub(crate) metrics_public: bool,
     pub(crate) api: api::ApiSettings,
     /// What response bodies in flight hold, within `response_memory_bytes`.
     pub(crate) bodies: Arc<bodies::BodyBudget>,
+    /// Whether every change committed before the start is placed.
+    pub(crate) ready: Arc<AtomicBool>,
 }
 
 impl HttpState {
@@ -71,7 +75,7 @@ impl std::ops::Deref for HttpState {
 /// The service's routes with their shared layers.
 pub(crate) fn router(state: HttpState) -> Router {
     let mut router = health_routes();
-    if !state.metrics_apart {
+    if state.metrics_public {
         router = router.route("/metrics", get(metrics));
     }
     public_layers(

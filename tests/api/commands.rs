@@ -278,6 +278,8 @@ fn serve_without_postgres_says_how_to_get_one() {
             format!("postgres://postgres@{closed}/sitemapd"),
         )
         .env("SITEMAPD_BASE_URL", BASE_URL)
+        .env("SITEMAPD_LISTEN", "127.0.0.1:0")
+        .env("SITEMAPD_METRICS_LISTEN", "127.0.0.1:0")
         .output()
         .expect("the binary runs");
     assert_eq!(output.status.code(), Some(2));

@@ -765,7 +765,7 @@ async fn stats_and_metrics_count_extensions_and_report_cluster_problems(pool: Pg
         "{problem}"
     );
 
-    let metrics = app.get("/metrics").await.text().await.expect("metrics");
+    let metrics = app.metrics().await.text().await.expect("metrics");
     assert!(
         metrics
             .lines()

@@ -62,6 +62,8 @@ impl TestApp {
         // Likewise, a write is seen at once only when summaries are read
         // on every request; their tests keep them.
         settings.summary_max_age_ms = 0;
+        // The operators' port on a port of each test's own.
+        settings.metrics_listen = Some("127.0.0.1:0".parse().expect("address"));
         // Skipped rows are reported when a test asks (report_skips), never
         // by the background round in the middle of a slow test.
         settings.skip_report_interval_ms = 3_600_000;
@@ -88,7 +90,7 @@ impl TestApp {
         let server = tokio::spawn(app.serve(listener, metrics_listener, async {
             let _ = stop.await;
         }));
-        TestApp {
+        let app = TestApp {
             addr,
             metrics_addr,
             pool,
@@ -99,7 +101,31 @@ impl TestApp {
             client: client(),
             shutdown: Some(shutdown),
             server: Some(server),
+        };
+        // What was committed before the start is placed before a test reads.
+        app.until_ready().await;
+        app
+    }
+
+    /// `/metrics`, from the operators' port.
+    pub(crate) async fn metrics(&self) -> reqwest::Response {
+        let address = self.metrics_addr.expect("the operators' port");
+        self.client
+            .get(format!("http://{address}/metrics"))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Waits until `/readyz` answers `200`.
+    pub(crate) async fn until_ready(&self) {
+        for _ in 0..600 {
+            if self.get("/readyz").await.status() == 200 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+        panic!("not ready within 30 s");
     }
 
     /// Signals shutdown, as SIGTERM does; the handle resolves when the
@@ -402,6 +428,7 @@ pub(crate) fn binary(pool: &PgPool) -> Command {
     command
         .env("DATABASE_URL", database_url(pool))
         .env("SITEMAPD_BASE_URL", BASE_URL)
+        .env("SITEMAPD_METRICS_LISTEN", "127.0.0.1:0")
         .env("RUST_LOG", "warn");
     command
 }

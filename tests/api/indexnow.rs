@@ -50,7 +50,7 @@ async fn execute(app: &TestApp, sql: &str) {
 }
 
 async fn metrics(app: &TestApp) -> String {
-    app.get("/metrics").await.text().await.expect("metrics")
+    app.metrics().await.text().await.expect("metrics")
 }
 
 /// Waits (10 s at most) until the metrics hold `line`.

@@ -24,6 +24,7 @@ mod receiver;
 mod scale;
 mod schema;
 mod sites;
+mod startup;
 mod submit;
 mod write_api;
 mod writes;

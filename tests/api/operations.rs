@@ -31,7 +31,7 @@ async fn metrics_name_what_the_service_does(pool: PgPool) {
     );
     assert_eq!(app.get("/sitemap-9.xml.gz").await.status(), 404);
 
-    let text = metrics_text(app.get("/metrics").await).await;
+    let text = metrics_text(app.metrics().await).await;
     for expected in [
         r#"sitemapd_http_requests_total{route="/sitemap-{n}.xml.gz",status="200"} 2"#,
         r#"sitemapd_http_requests_total{route="/sitemap-{n}.xml.gz",status="304"} 1"#,
@@ -57,22 +57,21 @@ async fn metrics_name_what_the_service_does(pool: PgPool) {
 }
 
 #[sqlx::test]
-async fn metrics_can_have_a_port_of_their_own(pool: PgPool) {
-    let app = TestApp::spawn_with(pool, |s| {
-        s.metrics_listen = Some("127.0.0.1:0".parse().expect("address"));
-    })
-    .await;
+async fn metrics_are_on_the_operators_port_and_public_only_when_asked(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    assert!(!app.settings.metrics_public, "off by default");
     assert_eq!(
         app.get("/metrics").await.status(),
         404,
         "not on the main port"
     );
-    let url = format!(
-        "http://{}/metrics",
-        app.metrics_addr.expect("metrics listener")
-    );
-    let text = metrics_text(reqwest::get(url).await.expect("metrics port answers")).await;
+    let text = metrics_text(app.metrics().await).await;
     assert!(text.contains("sitemapd_db_connections"), "{text}");
+
+    let public = TestApp::spawn_with(pool, |s| s.metrics_public = true).await;
+    let text = metrics_text(public.get("/metrics").await).await;
+    assert!(text.contains("sitemapd_db_connections"), "{text}");
+    metrics_text(public.metrics().await).await;
 }
 
 #[sqlx::test]

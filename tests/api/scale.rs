@@ -17,7 +17,7 @@ use crate::helpers::{
 
 /// A counter or gauge from `/metrics` (0 when not yet there).
 async fn metric(app: &TestApp, series: &str) -> f64 {
-    let text = app.get("/metrics").await.text().await.expect("metrics");
+    let text = app.metrics().await.text().await.expect("metrics");
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0.0)

@@ -54,7 +54,7 @@ async fn an_index_is_submitted_when_it_changes_at_most_once_an_interval(pool: Pg
     tokio::time::sleep(Duration::from_millis(2_000)).await;
     assert_eq!(receiver.received().len(), 3);
 
-    let metrics = app.get("/metrics").await.text().await.expect("metrics");
+    let metrics = app.metrics().await.text().await.expect("metrics");
     for line in [
         "sitemapd_sitemap_submissions_total{site=\"default\",status=\"200\"} 2",
         "sitemapd_sitemap_submissions_total{site=\"default\",status=\"500\"} 1",
