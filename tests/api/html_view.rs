@@ -354,3 +354,83 @@ async fn every_response_is_nosniff_and_the_view_allows_no_script(pool: PgPool) {
         .expect("metrics");
     assert_eq!(header(&metrics, "x-content-type-options"), "nosniff");
 }
+
+/// A query value: printable text with markup in it, controls, long runs,
+/// bytes that are no UTF-8, and broken percent escapes.
+fn fuzzed_value() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let piece = prop_oneof![
+        "[a-z0-9/:.-]{0,12}",
+        Just("<x-fuzz onerror=alert(1)>".to_owned()),
+        Just("\"'><script>".to_owned()),
+        Just("https://www.example.com/a?b=c&d".to_owned()),
+        Just("sitemap-1".to_owned()),
+        Just("9999999999999999999999".to_owned()),
+        Just("-1".to_owned()),
+        Just("%".to_owned()),
+        Just("%G1".to_owned()),
+        Just("%00%0a%0d%1b".to_owned()),
+        Just("%FF%FE%C3".to_owned()),
+        Just("%E2%80%AE".to_owned()),
+        any::<u8>().prop_map(|b| format!("%{b:02X}")),
+        (1usize..5000).prop_map(|n| "a".repeat(n)),
+    ];
+    proptest::collection::vec(piece, 0..4).prop_map(|pieces| pieces.concat())
+}
+
+#[sqlx::test]
+async fn the_view_answers_any_query_with_200_400_or_404_and_escapes_it(pool: PgPool) {
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    let app = TestApp::spawn(pool).await;
+    seed_rows(&app, 3).await;
+    seed_left_out(&app).await;
+    let operators = app.metrics_addr.expect("the operators' port");
+    let keys = prop_oneof![
+        Just("loc"),
+        Just("page"),
+        Just("screen"),
+        Just("site"),
+        Just("other"),
+        Just(""),
+    ];
+    let queries = proptest::collection::vec((keys, fuzzed_value()), 0..5);
+    let mut runner = TestRunner::deterministic();
+    let client = crate::helpers::client();
+    for case in 0..300 {
+        let pairs = queries.new_tree(&mut runner).expect("a query").current();
+        let query: Vec<String> = pairs
+            .iter()
+            .map(|(key, value)| format!("{key}={}", value.replace(' ', "%20")))
+            .collect();
+        let host = if case % 2 == 0 {
+            app.addr.to_string()
+        } else {
+            operators.to_string()
+        };
+        let url = format!("http://{host}/sitemaps.html?{}", query.join("&"));
+        let response = client.get(&url).send().await.expect("answered");
+        let status = response.status().as_u16();
+        let content_type = header(&response, "content-type").to_owned();
+        assert_eq!(header(&response, "x-content-type-options"), "nosniff");
+        let body = response.text().await.expect("body");
+        // The view answers in HTML, a finder's refusal included; a query
+        // refused before the view sees it is plain text.
+        match status {
+            200 => assert!(content_type.starts_with("text/html"), "{url}"),
+            400 | 404 => assert!(
+                content_type.starts_with("text/html") || content_type.starts_with("text/plain"),
+                "{status} {content_type} for {url}"
+            ),
+            other => panic!("{other} for {url}: {body}"),
+        }
+        if content_type.starts_with("text/html") {
+            assert!(
+                !body.contains("<x-fuzz") && !body.contains("<script"),
+                "unescaped input in {url}"
+            );
+        }
+    }
+}
