@@ -389,15 +389,21 @@ async fn fold_places_a_bulk_load_before_the_service_starts(pool: PgPool) {
     assert_eq!(added, 25_000);
 }
 
-#[test]
-fn version_names_the_commit_it_was_built_from() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"))
-        .arg("--version")
+/// The binary run with `argument` alone, needing no database; it succeeds.
+fn run_alone(argument: &str) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_sitemapd"))
+        .arg(argument)
         .output()
         .expect("the binary runs");
     assert!(output.status.success(), "{}", stderr(&output));
+    output
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let output = run_alone("--version");
     let printed = String::from_utf8(output.stdout).expect("UTF-8");
-    let head = std::process::Command::new("git")
+    let head = Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -411,11 +417,7 @@ fn version_names_the_commit_it_was_built_from() {
 
 #[test]
 fn token_ends_every_line_it_prints() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"))
-        .arg("token")
-        .output()
-        .expect("the binary runs");
-    assert!(output.status.success(), "{}", stderr(&output));
+    let output = run_alone("token");
     let printed = String::from_utf8(output.stdout.clone()).expect("UTF-8");
     let lines: Vec<&str> = printed.split_inclusive('\n').collect();
     assert_eq!(lines.len(), 2, "{printed:?}");

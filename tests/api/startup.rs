@@ -52,6 +52,17 @@ async fn placed(pool: &PgPool) -> (i64, i64) {
     .expect("placed rows")
 }
 
+/// Waits until `path` answers `expected`, for `within` at most; returns
+/// how long it took.
+async fn until_status(port: u16, path: &str, expected: u16, within: Duration) -> Duration {
+    let started = Instant::now();
+    while status(port, path).await != Some(expected) {
+        assert!(started.elapsed() < within, "{path} answers {expected}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    started.elapsed()
+}
+
 async fn terminate(mut service: Child) -> ExitStatus {
     let pid = service.id().to_string();
     let killed = Command::new("kill")
@@ -77,13 +88,7 @@ async fn a_restart_behind_a_backlog_is_alive_at_once_and_ready_once_it_is_placed
     let port = free_port();
     let started = Instant::now();
     let service = serve(&pool, port);
-    while status(port, "/healthz").await != Some(200) {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "/healthz answers"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_status(port, "/healthz", 200, Duration::from_secs(10)).await;
     let alive_after = started.elapsed();
     eprintln!("/healthz answered 200 {alive_after:?} after the start, {BACKLOG} rows behind");
     assert!(
@@ -115,15 +120,8 @@ async fn a_restart_behind_a_backlog_is_alive_at_once_and_ready_once_it_is_placed
     );
 
     // The next start goes on from there.
-    let restarted = Instant::now();
     let service = serve(&pool, port);
-    while status(port, "/readyz").await != Some(200) {
-        assert!(
-            restarted.elapsed() < Duration::from_secs(300),
-            "ready once the backlog is placed"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_status(port, "/readyz", 200, Duration::from_secs(300)).await;
     assert_eq!(placed(&pool).await, (BACKLOG, BACKLOG), "every row placed");
     let exit = terminate(service).await;
     assert!(exit.success(), "{exit}");
@@ -140,11 +138,7 @@ async fn the_binary_serves_metrics_on_the_operators_port_only(pool: PgPool) {
         .stderr(Stdio::null())
         .spawn()
         .expect("sitemapd serve starts");
-    let started = Instant::now();
-    while status(port, "/readyz").await != Some(200) {
-        assert!(started.elapsed() < Duration::from_secs(30), "ready");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_status(port, "/readyz", 200, Duration::from_secs(30)).await;
     assert_eq!(status(port, "/metrics").await, Some(404));
     assert_eq!(status(port, "/sitemaps.html?site=default").await, Some(200));
     assert_eq!(status(operators, "/metrics").await, Some(200));
