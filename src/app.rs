@@ -228,10 +228,14 @@ impl App {
             self.announcers.indexnow.clone(),
             self.announcers.submitter.clone(),
         );
+        let warm_up = self
+            .warm_up_interval
+            .map(|interval| (state.pages.clone(), state.sites.all().to_vec(), interval));
         // The announcers start once the backlog is placed: a site's IndexNow
         // cursor starts at the feed's end then, so changes committed before
         // it had a key are not pushed, and no index is submitted half placed.
-        // Ready once they have.
+        // Ready once they have. The warm-up starts then too, taking note of
+        // the pages as placed, so a backlog's pages are built when asked for.
         start(Box::pin(async move {
             place_the_backlog(&store, &summaries).await;
             if let Some(pusher) = &pusher {
@@ -253,6 +257,11 @@ impl App {
                         submitter.run().await;
                     }
                 },
+                async {
+                    if let Some((pages, sites, interval)) = warm_up {
+                        warmup::run(pages, sites, interval).await;
+                    }
+                },
             );
         }));
         start(Box::pin(skips::report_periodically(
@@ -264,13 +273,6 @@ impl App {
             start(Box::pin(summaries::listen(
                 state.store.clone(),
                 state.pages.summaries.clone(),
-            )));
-        }
-        if let Some(interval) = self.warm_up_interval {
-            start(Box::pin(warmup::run(
-                state.pages.clone(),
-                state.sites.all().to_vec(),
-                interval,
             )));
         }
     }
