@@ -91,7 +91,7 @@ impl App {
         let metrics = Arc::new(Metrics::default());
         let pages = Arc::new(pages(&store, config, &metrics));
         let sites = sites(config);
-        let announcers = announcers_with(&store, config, &sites, &pages.indexes, &metrics).await?;
+        let announcers = announcers_with(&store, config, &sites, &pages.indexes, &metrics);
         let folder = Folder {
             store: store.clone(),
             summaries: pages.summaries.clone(),
@@ -219,51 +219,11 @@ impl App {
             });
         };
         let state = &self.state;
-        let (store, summaries, ready) = (
-            state.store.clone(),
-            state.pages.summaries.clone(),
-            state.ready.clone(),
-        );
-        let (pusher, submitter) = (
-            self.announcers.indexnow.clone(),
-            self.announcers.submitter.clone(),
-        );
-        let warm_up = self
-            .warm_up_interval
-            .map(|interval| (state.pages.clone(), state.sites.all().to_vec(), interval));
-        // The announcers start once the backlog is placed: a site's IndexNow
-        // cursor starts at the feed's end then, so changes committed before
-        // it had a key are not pushed, and no index is submitted half placed.
-        // Ready once they have. The warm-up starts then too, taking note of
-        // the pages as placed, so a backlog's pages are built when asked for.
-        start(Box::pin(async move {
-            place_the_backlog(&store, &summaries).await;
-            if let Some(pusher) = &pusher {
-                while let Err(error) = pusher.start_cursors().await {
-                    tracing::warn!(%error, "IndexNow: could not start the change feed's cursors; retrying");
-                    tokio::time::sleep(RETRY).await;
-                }
-            }
-            ready.store(true, Ordering::Release);
-            tracing::info!("ready: the changes committed before the start are placed");
-            tokio::join!(
-                async {
-                    if let Some(pusher) = pusher {
-                        pusher.run().await;
-                    }
-                },
-                async {
-                    if let Some(submitter) = submitter {
-                        submitter.run().await;
-                    }
-                },
-                async {
-                    if let Some((pages, sites, interval)) = warm_up {
-                        warmup::run(pages, sites, interval).await;
-                    }
-                },
-            );
-        }));
+        start(Box::pin(catch_up_then_announce(
+            state.clone(),
+            self.announcers.clone(),
+            self.warm_up_interval,
+        )));
         start(Box::pin(skips::report_periodically(
             state.store.clone(),
             self.skip_report_interval,
@@ -276,6 +236,45 @@ impl App {
             )));
         }
     }
+}
+
+/// Places the backlog, starts the IndexNow cursors, says the service is
+/// ready, then runs what starts only then. A site's IndexNow cursor starts
+/// at the feed's end once the backlog is placed, so changes committed
+/// before it had a key are never pushed, and no index is submitted half
+/// placed. The warm-up's first round takes note of the pages as placed, so
+/// a backlog's pages are built when asked for, not all at once.
+async fn catch_up_then_announce(
+    state: HttpState,
+    announcers: Announcers,
+    warm_up_interval: Option<Duration>,
+) {
+    place_the_backlog(&state.store, &state.pages.summaries).await;
+    if let Some(pusher) = &announcers.indexnow {
+        while let Err(error) = pusher.start_cursors().await {
+            tracing::warn!(%error, "IndexNow: could not start the change feed's cursors; retrying");
+            tokio::time::sleep(RETRY).await;
+        }
+    }
+    state.ready.store(true, Ordering::Release);
+    tracing::info!("ready: the changes committed before the start are placed");
+    tokio::join!(
+        async {
+            if let Some(pusher) = announcers.indexnow {
+                pusher.run().await;
+            }
+        },
+        async {
+            if let Some(submitter) = announcers.submitter {
+                submitter.run().await;
+            }
+        },
+        async {
+            if let Some(interval) = warm_up_interval {
+                warmup::run(state.pages.clone(), state.sites.all().to_vec(), interval).await;
+            }
+        },
+    );
 }
 
 /// How long to wait before trying a start-up step again.
@@ -353,24 +352,22 @@ pub async fn announcers(store: &Store, config: &Config) -> Result<Announcers, st
         &sites(config),
         &indexes(store.clone(), config),
         &Arc::new(Metrics::default()),
-    )
-    .await?;
+    );
     if let Some(pusher) = &announcers.indexnow {
         pusher.start_cursors().await?;
     }
     Ok(announcers)
 }
 
-/// The IndexNow pusher (sites with a key, each cursor started at the
-/// feed's end the first time) and the index submitter (when `submit_urls`
-/// has templates).
-async fn announcers_with(
+/// The IndexNow pusher (sites with a key; its cursors are started apart)
+/// and the index submitter (when `submit_urls` has templates).
+fn announcers_with(
     store: &Store,
     config: &Config,
     sites: &Sites,
     indexes: &Indexes,
     metrics: &Arc<Metrics>,
-) -> Result<Announcers, store::Error> {
+) -> Announcers {
     let settings = &config.settings;
     let targets: Vec<_> = config
         .sites
@@ -380,7 +377,7 @@ async fn announcers_with(
         })
         .collect();
     if targets.is_empty() && settings.submit_urls.is_empty() {
-        return Ok(Announcers::default());
+        return Announcers::default();
     }
     // Each sender holds a connection while it waits for an engine's answer,
     // up to the request timeout: they get their own, not the service's.
@@ -411,8 +408,8 @@ async fn announcers_with(
             .collect(),
         metrics: metrics.clone(),
     });
-    Ok(Announcers {
+    Announcers {
         indexnow,
         submitter,
-    })
+    }
 }
