@@ -122,9 +122,8 @@ pub(crate) fn metrics_router(state: HttpState) -> Router {
         .route(crate::metrics::routes::HTML_VIEW, get(operators_view))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
-            add_retry_after,
+            finish_response,
         ))
-        .layer(axum::middleware::map_response(add_nosniff))
         .with_state(state)
 }
 
@@ -145,9 +144,8 @@ fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpSta
         ))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
-            add_retry_after,
+            finish_response,
         ))
-        .layer(axum::middleware::map_response(add_nosniff))
 }
 
 /// `400` for a request whose `Host` is missing, repeated or malformed, which
@@ -240,20 +238,18 @@ async fn count_request(
     response
 }
 
-async fn add_retry_after(State(state): State<HttpState>, mut response: Response) -> Response {
-    if response.status() == StatusCode::SERVICE_UNAVAILABLE {
-        response
-            .headers_mut()
+/// What every response of both listeners carries: `Retry-After` on a
+/// `503`, and `nosniff`, so each is taken for its declared type and an
+/// error that quotes the request stays text, whatever the request put in it.
+async fn finish_response(State(state): State<HttpState>, mut response: Response) -> Response {
+    let unavailable = response.status() == StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    if unavailable {
+        headers
             .entry(header::RETRY_AFTER)
             .or_insert_with(|| state.retry_after.clone());
     }
-    response
-}
-
-/// Every response is taken for its declared type, never sniffed: an error
-/// that quotes the request stays text, whatever the request put in it.
-async fn add_nosniff(mut response: Response) -> Response {
-    response.headers_mut().insert(
+    headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
