@@ -245,6 +245,18 @@ impl Representation {
         }
     }
 
+    /// What tells a page's representation apart in its ETag: a page's tag
+    /// has named a `.xml` document's codec `xml-…` from the start.
+    fn page_tag(self) -> &'static str {
+        match (self.encoding, self.codec) {
+            (Encoding::Gzip, _) => "gz",
+            (Encoding::Plain, Codec::Identity) => "xml-identity",
+            (Encoding::Plain, Codec::Gzip) => "xml-gzip",
+            (Encoding::Plain, Codec::Brotli) => "xml-br",
+            (Encoding::Plain, Codec::Zstd) => "xml-zstd",
+        }
+    }
+
     /// A `.xml` document varies by `Accept-Encoding`; a file does not.
     fn vary(self) -> Option<HeaderValue> {
         match self.encoding {
@@ -292,12 +304,7 @@ async fn page(
         .ok_or(HttpError::NotFound)?;
     let representation = Representation::of(encoding, request);
     let codec = representation.codec;
-    // A page's tag has named a .xml document's codec "xml-…" from the start.
-    let tag = match encoding {
-        Encoding::Gzip => "gz".to_owned(),
-        Encoding::Plain => format!("xml-{}", representation.tag()),
-    };
-    let validators = page_validators(state, summary.lastmod, &tag);
+    let validators = page_validators(state, summary.lastmod, representation.page_tag());
     if validators.client_is_current(request) {
         return Ok(validators.not_modified(state.cache_max_age, representation.vary()));
     }
