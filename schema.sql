@@ -53,6 +53,40 @@ COMMENT ON FUNCTION public.sitemap_apply_deltas(sites text[], sections text[], p
 
 
 --
+-- Name: sitemap_apply_site_changes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_apply_site_changes() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    changed text[];
+BEGIN
+    WITH taken AS (DELETE FROM sitemap_site_changes RETURNING site)
+    SELECT array_agg(site) INTO changed FROM taken;
+    IF changed IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM sitemap_unplace(array_agg(p.id))
+    FROM sitemap_placed p
+    JOIN sitemap_urls u ON u.id = p.id
+    LEFT JOIN sitemap_sites s ON s.site = p.site
+    WHERE p.site = ANY (changed)
+      AND (p.skip_reason IS NOT NULL OR s.site IS NULL
+           OR NOT sitemap_loc_in_scope(u.loc, s.origin, s.path_prefix));
+    -- Another base URL may list the news otherwise.
+    UPDATE sitemap_news_state SET due = '-infinity';
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_apply_site_changes(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_apply_site_changes() IS 'Part of a fold, under its lock: takes off their pages, to be placed again, the rows of the sites in sitemap_site_changes that were left out or that their base URL no longer admits.';
+
+
+--
 -- Name: sitemap_check_boolean(text, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -509,35 +543,6 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_configure_limits(p_max_urls integer, p_entry_budget bigint) IS 'Writes the page limits (max_urls, and the bytes entries may take on a page). Takes off the pages that no longer fit them their newest rows, just enough, for the next fold to place again. The service runs it under the lock of sitemap_fold_state, so it takes turns with folds.';
-
-
---
--- Name: sitemap_configure_site(text, text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.sitemap_configure_site(p_site text, p_origin text, p_path_prefix text) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM sitemap_sites
-               WHERE site = p_site AND origin = p_origin AND path_prefix = p_path_prefix) THEN
-        RETURN;
-    END IF;
-    INSERT INTO sitemap_sites (site, origin, path_prefix) VALUES (p_site, p_origin, p_path_prefix)
-    ON CONFLICT (site) DO UPDATE SET origin = excluded.origin, path_prefix = excluded.path_prefix;
-    PERFORM sitemap_unplace(array_agg(p.id))
-    FROM sitemap_placed p
-    JOIN sitemap_urls u ON u.id = p.id
-    WHERE p.site = p_site
-      AND (p.skip_reason IS NOT NULL OR NOT sitemap_loc_in_scope(u.loc, p_origin, p_path_prefix));
-END $$;
-
-
---
--- Name: FUNCTION sitemap_configure_site(p_site text, p_origin text, p_path_prefix text); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.sitemap_configure_site(p_site text, p_origin text, p_path_prefix text) IS 'Writes a site''s origin and path prefix. When they change, every row of the site that the new base URL does not admit, and every row of it left out, goes back to be placed by the next fold. The service runs it under the lock of sitemap_fold_state, so it takes turns with folds.';
 
 
 --
@@ -1365,6 +1370,24 @@ COMMENT ON FUNCTION public.sitemap_news_published(news jsonb) IS 'When an articl
 
 
 --
+-- Name: sitemap_origin_host(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_origin_host(origin text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT substring(origin FROM '^[a-z][a-z0-9+.-]*://(\[[^]]*\]|[^:/]*)')
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_origin_host(origin text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_origin_host(origin text) IS 'The host of an origin (scheme://host[:port]), without its port: what requests are routed by.';
+
+
+--
 -- Name: sitemap_pages_notify(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1729,6 +1752,80 @@ $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_served_chars(loc text) IS 'A loc''s length as served, where every non-ASCII byte is written as %XX (three characters): the protocol''s 2,048 characters apply to that.';
+
+
+--
+-- Name: sitemap_site_tokens_after_change(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_site_tokens_after_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM pg_notify('sitemapd_sites', 'token ' ||
+        CASE WHEN TG_OP = 'DELETE' THEN OLD.digest ELSE NEW.digest END);
+    IF TG_OP = 'UPDATE' AND OLD.digest <> NEW.digest THEN
+        PERFORM pg_notify('sitemapd_sites', 'token ' || OLD.digest);
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_site_tokens_after_change(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_site_tokens_after_change() IS 'Announces a minted, moved or revoked site token on channel sitemapd_sites (''token DIGEST'').';
+
+
+--
+-- Name: sitemap_sites_after_change(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_sites_after_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND (OLD.origin, OLD.path_prefix) IS DISTINCT FROM (NEW.origin, NEW.path_prefix)) THEN
+        INSERT INTO sitemap_site_changes (site) VALUES (NEW.site) ON CONFLICT DO NOTHING;
+    END IF;
+    IF TG_OP = 'UPDATE' AND OLD.site <> NEW.site THEN
+        INSERT INTO sitemap_site_changes (site) VALUES (NEW.site) ON CONFLICT DO NOTHING;
+    END IF;
+    PERFORM pg_notify('sitemapd_sites', concat_ws(' ', 'site',
+        CASE WHEN TG_OP = 'DELETE' THEN OLD.site ELSE NEW.site END,
+        CASE WHEN TG_OP = 'DELETE' THEN OLD.host ELSE NEW.host END,
+        CASE WHEN TG_OP = 'UPDATE' THEN OLD.host END,
+        CASE WHEN TG_OP = 'UPDATE' AND OLD.site <> NEW.site THEN OLD.site END));
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_sites_after_change(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_sites_after_change() IS 'Announces a created, changed or removed site on channel sitemapd_sites (''site NAME HOST [OLD_HOST [OLD_NAME]]''), and queues a new site, or one whose base URL changed, for the next fold to place its rows again.';
+
+
+--
+-- Name: sitemap_sites_before_update(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_sites_before_update() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    NEW.updated_at := now();
+    RETURN NEW;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_sites_before_update(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_sites_before_update() IS 'Stamps updated_at on every change of a site.';
 
 
 --
@@ -2310,6 +2407,41 @@ COMMENT ON TABLE public.sitemap_settings IS 'The page limits, one row, written b
 
 
 --
+-- Name: sitemap_site_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_site_changes (
+    site text NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_site_changes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_site_changes IS 'Sites created, or whose base URL changed, since the last fold: the next fold places their rows again (sitemap_apply_site_changes).';
+
+
+--
+-- Name: sitemap_site_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_site_tokens (
+    digest text NOT NULL,
+    site text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sitemap_site_tokens_digest_check CHECK ((digest ~ '^sha256:[0-9a-f]{64}$'::text))
+);
+
+
+--
+-- Name: TABLE sitemap_site_tokens; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_site_tokens IS 'The write API''s site tokens: each may read and write only its site''s URLs, stats and HTML view details. Only the token''s SHA-256 digest is kept (sha256: and 64 lower-case hex digits, as `sitemapd token` prints it). A deleted row, or its site''s, revokes it on every replica at once.';
+
+
+--
 -- Name: sitemap_sites; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2317,7 +2449,20 @@ CREATE TABLE public.sitemap_sites (
     site text NOT NULL,
     origin text NOT NULL,
     path_prefix text NOT NULL,
-    CONSTRAINT sitemap_sites_path_prefix_check CHECK (((path_prefix ~~ '/%'::text) AND (path_prefix ~~ '%/'::text)))
+    host text GENERATED ALWAYS AS (public.sitemap_origin_host(origin)) STORED,
+    robots_txt text,
+    include_subfolder_sites boolean DEFAULT false NOT NULL,
+    indexnow_key text,
+    index_format text DEFAULT 'xml'::text NOT NULL,
+    nested_index boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sitemap_sites_index_format_value CHECK ((index_format = ANY (ARRAY['xml'::text, 'xml.gz'::text]))),
+    CONSTRAINT sitemap_sites_indexnow_key_rule CHECK ((indexnow_key ~ '^[A-Za-z0-9-]{8,128}$'::text)),
+    CONSTRAINT sitemap_sites_origin_form CHECK (((origin ~ '^https?://[^/?#@[:space:]]+$'::text) AND (origin = lower(origin)))),
+    CONSTRAINT sitemap_sites_path_prefix_check CHECK (((path_prefix ~~ '/%'::text) AND (path_prefix ~~ '%/'::text))),
+    CONSTRAINT sitemap_sites_robots_txt_size CHECK ((octet_length(robots_txt) <= 512000)),
+    CONSTRAINT sitemap_sites_site_slug CHECK (((site ~ '^[a-z0-9][a-z0-9_-]*$'::text) AND (octet_length(site) <= 64)))
 );
 
 
@@ -2325,7 +2470,77 @@ CREATE TABLE public.sitemap_sites (
 -- Name: TABLE sitemap_sites; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.sitemap_sites IS 'The sites the service serves, written from its configuration at start-up (sitemap_configure_site): the origin and path prefix a loc must lie under to be served.';
+COMMENT ON TABLE public.sitemap_sites IS 'The sites the service serves, one row each, written by the write API (/api/v1/sites), `sitemapd sites`, plain SQL, or the configuration file at start (which wins for the sites it names). Every change is announced on channel sitemapd_sites and taken up by every replica at once. A loc must lie under its site''s origin and path prefix to be served.';
+
+
+--
+-- Name: COLUMN sitemap_sites.site; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.site IS 'The site''s name, a slug (a-z, 0-9, _ and -, starting with a letter or digit, at most 64 bytes): what sitemap_urls.site refers to.';
+
+
+--
+-- Name: COLUMN sitemap_sites.origin; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.origin IS 'scheme://host[:port] of the base URL, lower case, default port left out.';
+
+
+--
+-- Name: COLUMN sitemap_sites.path_prefix; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.path_prefix IS 'The base URL''s path, starting and ending with /. origin || path_prefix is the base URL.';
+
+
+--
+-- Name: COLUMN sitemap_sites.host; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.host IS 'The origin''s host without port (generated). No two sites share host and path_prefix.';
+
+
+--
+-- Name: COLUMN sitemap_sites.robots_txt; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.robots_txt IS 'The operator''s robots.txt for the site''s host, at most 512,000 bytes (what Google reads); null for none.';
+
+
+--
+-- Name: COLUMN sitemap_sites.include_subfolder_sites; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.include_subfolder_sites IS 'Whether the site''s index also lists the pages of the sites under its base URL, on its scheme and host.';
+
+
+--
+-- Name: COLUMN sitemap_sites.indexnow_key; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.indexnow_key IS 'The site''s IndexNow key (8 to 128 of a-z A-Z 0-9 -), served at /{key}.txt; changes are pushed while it is set.';
+
+
+--
+-- Name: COLUMN sitemap_sites.index_format; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.index_format IS '''xml'' or ''xml.gz'': which name of the index robots.txt announces.';
+
+
+--
+-- Name: COLUMN sitemap_sites.nested_index; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.nested_index IS 'Whether an index split in several files is served as an index of them.';
+
+
+--
+-- Name: COLUMN sitemap_sites.updated_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.updated_at IS 'When the row last changed (set by sitemap_sites_before_update).';
 
 
 --
@@ -2613,6 +2828,22 @@ ALTER TABLE ONLY public.sitemap_settings
 
 
 --
+-- Name: sitemap_site_changes sitemap_site_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_site_changes
+    ADD CONSTRAINT sitemap_site_changes_pkey PRIMARY KEY (site);
+
+
+--
+-- Name: sitemap_site_tokens sitemap_site_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_site_tokens
+    ADD CONSTRAINT sitemap_site_tokens_pkey PRIMARY KEY (digest);
+
+
+--
 -- Name: sitemap_sites sitemap_sites_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2756,6 +2987,20 @@ CREATE INDEX sitemap_placements_unreported_idx ON public.sitemap_placements USIN
 
 
 --
+-- Name: sitemap_site_tokens_site; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_site_tokens_site ON public.sitemap_site_tokens USING btree (site);
+
+
+--
+-- Name: sitemap_sites_host_path; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX sitemap_sites_host_path ON public.sitemap_sites USING btree (host, path_prefix);
+
+
+--
 -- Name: sitemap_urls_change_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2791,6 +3036,27 @@ CREATE TRIGGER sitemap_pages_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE
 
 
 --
+-- Name: sitemap_site_tokens sitemap_site_tokens_after_change; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_site_tokens_after_change AFTER INSERT OR DELETE OR UPDATE ON public.sitemap_site_tokens FOR EACH ROW EXECUTE FUNCTION public.sitemap_site_tokens_after_change();
+
+
+--
+-- Name: sitemap_sites sitemap_sites_after_change; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_sites_after_change AFTER INSERT OR DELETE OR UPDATE ON public.sitemap_sites FOR EACH ROW EXECUTE FUNCTION public.sitemap_sites_after_change();
+
+
+--
+-- Name: sitemap_sites sitemap_sites_before_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_sites_before_update BEFORE UPDATE ON public.sitemap_sites FOR EACH ROW WHEN (((((((((old.site IS DISTINCT FROM new.site) OR (old.origin IS DISTINCT FROM new.origin)) OR (old.path_prefix IS DISTINCT FROM new.path_prefix)) OR (old.robots_txt IS DISTINCT FROM new.robots_txt)) OR (old.include_subfolder_sites IS DISTINCT FROM new.include_subfolder_sites)) OR (old.indexnow_key IS DISTINCT FROM new.indexnow_key)) OR (old.index_format IS DISTINCT FROM new.index_format)) OR (old.nested_index IS DISTINCT FROM new.nested_index))) EXECUTE FUNCTION public.sitemap_sites_before_update();
+
+
+--
 -- Name: sitemap_urls sitemap_urls_after_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2823,6 +3089,14 @@ CREATE TRIGGER sitemap_urls_after_truncate AFTER TRUNCATE ON public.sitemap_urls
 --
 
 CREATE TRIGGER sitemap_urls_before_update BEFORE UPDATE ON public.sitemap_urls FOR EACH ROW EXECUTE FUNCTION public.sitemap_urls_before_update();
+
+
+--
+-- Name: sitemap_site_tokens sitemap_site_tokens_site_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_site_tokens
+    ADD CONSTRAINT sitemap_site_tokens_site_fkey FOREIGN KEY (site) REFERENCES public.sitemap_sites(site) ON UPDATE CASCADE ON DELETE CASCADE;
 
 
 --

@@ -15,14 +15,16 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::announce::{self, Announcers};
+use crate::changes::{self, Followers};
 use crate::config::Config;
 use crate::fold::Folder;
-use crate::http::{self, HttpState, Sites, connections};
+use crate::http::{self, HttpState, connections};
 use crate::metrics::Metrics;
 use crate::pages::render::{BuildSlots, RenderOptions, Renderer};
 use crate::pages::skips::{self, SkipLog};
-use crate::pages::summaries::{self, Summaries};
-use crate::pages::{Indexes, Pages, cache::PageCache, fingerprint, warmup};
+use crate::pages::summaries::Summaries;
+use crate::pages::{Indexes, Pages, cache::PageCache, fingerprint, sitemap_lines, warmup};
+use crate::site::{Directory, Site};
 use crate::sitemap;
 use crate::store::{self, Retention, Store, Turn};
 
@@ -37,6 +39,8 @@ const ANNOUNCER_CONNECTIONS: u32 = 2;
 #[derive(Debug)]
 pub struct App {
     state: HttpState,
+    /// The sites the warm-up keeps built: the configuration file's.
+    warm_sites: Vec<Site>,
     folder: Folder,
     /// How often rows left out of the sitemaps are looked for and logged.
     skip_report_interval: Duration,
@@ -49,14 +53,22 @@ pub struct App {
     shutdown_grace: Duration,
 }
 
-/// Applies the configuration to the schema: page limits, the sites' base
-/// URLs. What every command that reads or writes rows does first.
+/// Applies the configuration to the schema: the page limits, and the
+/// file's sites, which win over the table's. What every command that reads
+/// or writes rows does first.
 pub async fn apply_config(store: &Store, config: &Config) -> Result<(), store::Error> {
     let settings = &config.settings;
     let entry_budget = settings.max_bytes - sitemap::DOCUMENT_RESERVE;
     store
-        .configure(&config.sites, settings.max_urls, entry_budget)
+        .configure_limits(settings.max_urls, entry_budget)
+        .await?;
+    store
+        .write_configured_sites(&config.sites, settings.proxy_strips_prefix)
         .await
+        .map_err(|error| match error {
+            store::SiteWriteError::Store(error) => error,
+            refused => store::Error::Configuration(refused.to_string()),
+        })
 }
 
 /// The index files' reader, with summaries of its own that are read afresh
@@ -69,14 +81,63 @@ pub fn indexes(store: Store, config: &Config) -> Indexes {
     )
 }
 
-/// The sites as served, `strict_host` and `proxy_strips_prefix` applied.
-pub fn sites(config: &Config) -> Sites {
+/// The sites as served, read from `store`, `strict_host` and
+/// `proxy_strips_prefix` applied.
+pub fn directory(store: Store, config: &Config) -> Directory {
     let settings = &config.settings;
-    Sites::new(
-        config.sites.clone(),
+    Directory::new(
+        store,
         settings.strict_host,
         settings.proxy_strips_prefix,
+        settings.site_cache_bytes,
     )
+}
+
+/// The robots.txt `Sitemap:` lines of every site, each announcing its own
+/// index unless another site's index lists its pages.
+pub async fn robots_lines(store: &Store, config: &Config) -> Result<Vec<String>, store::Error> {
+    let directory = directory(store.clone(), config);
+    let indexes = indexes(store.clone(), config);
+    let mut lines = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let sites = store.list_sites(after.as_deref(), 1000).await?;
+        let Some(last) = sites.last() else {
+            return Ok(lines);
+        };
+        after = Some(last.site.name.clone());
+        for stored in &sites {
+            let site = &stored.site;
+            let on_host = directory.beside(site).await.map_err(shared)?;
+            if on_host.is_held(site) {
+                continue;
+            }
+            let files = indexes
+                .announced(&on_host.index_members(site))
+                .await
+                .map_err(shared)?;
+            lines.extend(sitemap_lines(site, &files));
+        }
+    }
+}
+
+/// Every site, by name: what a command that validates records against
+/// them reads.
+pub async fn all_sites(store: &Store) -> Result<Vec<Site>, store::Error> {
+    let mut sites = Vec::new();
+    loop {
+        let after = sites.last().map(|site: &Site| site.name.clone());
+        let page = store.list_sites(after.as_deref(), 1000).await?;
+        if page.is_empty() {
+            return Ok(sites);
+        }
+        sites.extend(page.into_iter().map(|stored| stored.site));
+    }
+}
+
+/// A store error shared by the reads that waited for it, as its text.
+fn shared(error: Arc<store::Error>) -> store::Error {
+    Arc::try_unwrap(error).unwrap_or_else(|shared| store::Error::Shared(shared.to_string()))
 }
 
 impl App {
@@ -90,8 +151,7 @@ impl App {
         apply_config(&store, config).await?;
         let metrics = Arc::new(Metrics::default());
         let pages = Arc::new(pages(&store, config, &metrics));
-        let sites = sites(config);
-        let announcers = announcers_with(&store, config, &sites, &pages.indexes, &metrics);
+        let announcers = announcers_with(&store, config, &pages.indexes, &metrics);
         let folder = Folder {
             store: store.clone(),
             summaries: pages.summaries.clone(),
@@ -102,9 +162,11 @@ impl App {
             },
         };
         let state = HttpState::new(http::Shared {
-            store,
+            store: store.clone(),
             pages,
-            sites,
+            sites: Arc::new(directory(store.clone(), config)),
+            primary: config.primary_site().name.clone(),
+            site_defaults: settings.site_defaults(),
             cache_max_age: settings.cache_max_age_seconds,
             retry_after: HeaderValue::from(settings.retry_after_seconds),
             bodies: http::bodies::BodyBudget::new(settings.response_memory_bytes, metrics.clone()),
@@ -119,6 +181,7 @@ impl App {
         });
         Ok(App {
             state,
+            warm_sites: config.sites.clone(),
             folder,
             skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
             warm_up_interval: (settings.warm_up_interval_ms > 0)
@@ -223,18 +286,20 @@ impl App {
             state.clone(),
             self.announcers.clone(),
             self.warm_up_interval,
+            self.warm_sites.clone(),
         )));
         start(Box::pin(skips::report_periodically(
             state.store.clone(),
             self.skip_report_interval,
         )));
         start(Box::pin(self.folder.clone().run()));
-        if !state.pages.summaries.is_disabled() {
-            start(Box::pin(summaries::listen(
-                state.store.clone(),
-                state.pages.summaries.clone(),
-            )));
-        }
+        start(Box::pin(changes::follow(
+            state.store.clone(),
+            Followers {
+                pages: state.pages.clone(),
+                directory: state.sites.clone(),
+            },
+        )));
     }
 }
 
@@ -248,6 +313,7 @@ async fn catch_up_then_announce(
     state: HttpState,
     announcers: Announcers,
     warm_up_interval: Option<Duration>,
+    warm_sites: Vec<Site>,
 ) {
     place_the_backlog(&state.store, &state.pages.summaries).await;
     if let Some(pusher) = &announcers.indexnow {
@@ -271,7 +337,7 @@ async fn catch_up_then_announce(
         },
         async {
             if let Some(interval) = warm_up_interval {
-                warmup::run(state.pages.clone(), state.sites.all().to_vec(), interval).await;
+                warmup::run(state.pages.clone(), warm_sites, interval).await;
             }
         },
     );
@@ -349,7 +415,6 @@ pub async fn announcers(store: &Store, config: &Config) -> Result<Announcers, st
     let announcers = announcers_with(
         store,
         config,
-        &sites(config),
         &indexes(store.clone(), config),
         &Arc::new(Metrics::default()),
     );
@@ -364,7 +429,6 @@ pub async fn announcers(store: &Store, config: &Config) -> Result<Announcers, st
 fn announcers_with(
     store: &Store,
     config: &Config,
-    sites: &Sites,
     indexes: &Indexes,
     metrics: &Arc<Metrics>,
 ) -> Announcers {
@@ -397,13 +461,22 @@ fn announcers_with(
         templates: settings.submit_urls.clone(),
         interval: Duration::from_secs(settings.submit_interval_seconds),
         index_reader: indexes.clone(),
-        indexes: sites
-            .all()
+        indexes: config
+            .sites
             .iter()
-            .filter(|site| !sites.is_held(site))
-            .map(|site| announce::submit::SiteIndex {
-                site: site.clone(),
-                members: sites.index_members(site).into_iter().cloned().collect(),
+            .filter(|site| !config.sites.iter().any(|other| other.holds(site)))
+            .map(|site| {
+                let mut held: Vec<Site> = config
+                    .sites
+                    .iter()
+                    .filter(|other| site.holds(other))
+                    .cloned()
+                    .collect();
+                held.sort_by(|a, b| a.base_url.cmp(&b.base_url));
+                announce::submit::SiteIndex {
+                    site: site.clone(),
+                    members: std::iter::once(site.clone()).chain(held).collect(),
+                }
             })
             .collect(),
         metrics: metrics.clone(),

@@ -17,7 +17,7 @@ use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 use url::Url;
 
-use crate::site::Site;
+use crate::site::{IndexFormat, Site, SiteDefaults, SiteSpec};
 use crate::sitemap::{self, name::SLUG_RULE, name::is_section_slug};
 use crate::tokens::Tokens;
 
@@ -31,7 +31,7 @@ pub enum Error {
     Load(Box<figment::Error>),
     #[error("configuration key `{key}` = {value:?}: expected {expected}")]
     Invalid {
-        key: &'static str,
+        key: String,
         value: String,
         expected: String,
     },
@@ -77,6 +77,8 @@ pub struct Settings {
     /// Which name of the index robots.txt and `sitemapd robots` announce.
     pub index_format: IndexFormat,
     pub lastmod_fallback: bool,
+    /// Bytes of sites (their settings and robots.txt) kept in memory.
+    pub(crate) site_cache_bytes: u64,
     pub(crate) gzip_level: u32,
     pub retry_after_seconds: u32,
     pub skip_report_interval_ms: u64,
@@ -162,7 +164,7 @@ impl Config {
         let sites = settings.sites()?;
         let tokens =
             Tokens::from_hashes(&settings.api_token_hashes).map_err(|hash| Error::Invalid {
-                key: "api_token_hashes",
+                key: "api_token_hashes".into(),
                 value: hash,
                 expected:
                     "digests as `sitemapd token` prints them: sha256: and 64 lower-case hex digits"
@@ -175,6 +177,11 @@ impl Config {
         })
     }
 
+    /// What a site that does not set `index_format` or `nested_index` takes.
+    pub fn site_defaults(&self) -> SiteDefaults {
+        self.settings.site_defaults()
+    }
+
     /// The primary site (`site`, `base_url`): the default of records and
     /// commands that name none.
     pub fn primary_site(&self) -> &Site {
@@ -183,7 +190,7 @@ impl Config {
 }
 
 /// One more site, beside the primary one.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SiteSettings {
     pub base_url: String,
@@ -196,25 +203,10 @@ pub struct SiteSettings {
     pub robots_file: Option<PathBuf>,
     #[serde(default)]
     pub indexnow_key: Option<String>,
-}
-
-/// How the index is announced: `sitemap_index.xml` or its gzip file,
-/// `sitemap_index.xml.gz` (both are always served).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum IndexFormat {
-    #[serde(rename = "xml")]
-    Xml,
-    #[serde(rename = "xml.gz")]
-    XmlGz,
-}
-
-impl IndexFormat {
-    pub(crate) fn encoding(self) -> sitemap::Encoding {
-        match self {
-            IndexFormat::Xml => sitemap::Encoding::Plain,
-            IndexFormat::XmlGz => sitemap::Encoding::Gzip,
-        }
-    }
+    #[serde(default)]
+    pub index_format: Option<IndexFormat>,
+    #[serde(default)]
+    pub nested_index: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -289,8 +281,8 @@ impl Settings {
 
     /// Checks every value whose type alone does not make it valid.
     fn validate(&self) -> Result<(), Error> {
-        let invalid = |key, value: &dyn fmt::Display, expected: String| Error::Invalid {
-            key,
+        let invalid = |key: &str, value: &dyn fmt::Display, expected: String| Error::Invalid {
+            key: key.to_owned(),
             value: value.to_string(),
             expected,
         };
@@ -425,47 +417,36 @@ impl Settings {
         Ok(())
     }
 
-    /// Every configured site, the primary one first, each checked: names
-    /// are slugs and distinct, base URLs valid, robots files readable, and no
-    /// two sites that requests could not tell apart.
+    /// What a site that does not say takes.
+    pub(crate) fn site_defaults(&self) -> SiteDefaults {
+        SiteDefaults {
+            index_format: self.index_format,
+            nested_index: self.nested_index,
+        }
+    }
+
+    /// Every site of the file, the primary one first, each checked as the
+    /// write API checks a site (the key named is the setting at fault), and
+    /// no two that requests could not tell apart.
     fn sites(&self) -> Result<Vec<Site>, Error> {
-        let mut sites = vec![site(
-            &self.site,
-            "base_url",
-            &self.base_url,
-            "robots_txt",
-            self.robots_txt.as_deref(),
-            self.robots_file.as_deref(),
-        )?];
-        sites[0].include_subfolder_sites = self.include_subfolder_sites;
-        sites[0].indexnow_key =
-            indexnow_key("indexnow_key", &self.site, self.indexnow_key.as_deref())?;
+        let primary = SiteSettings {
+            base_url: self.base_url.clone(),
+            include_subfolder_sites: self.include_subfolder_sites,
+            robots_txt: self.robots_txt.clone(),
+            robots_file: self.robots_file.clone(),
+            indexnow_key: self.indexnow_key.clone(),
+            index_format: None,
+            nested_index: None,
+        };
+        let mut sites = vec![primary.site(&self.site, "", self.site_defaults())?];
         for (name, extra) in &self.sites {
-            if !is_section_slug(name) {
-                return Err(Error::Invalid {
-                    key: "sites",
-                    value: name.clone(),
-                    expected: format!("site names that are slugs ({SLUG_RULE})"),
-                });
-            }
-            let mut extra_site = site(
-                name,
-                "sites.*.base_url",
-                &extra.base_url,
-                "sites.*.robots_txt",
-                extra.robots_txt.as_deref(),
-                extra.robots_file.as_deref(),
-            )?;
-            extra_site.include_subfolder_sites = extra.include_subfolder_sites;
-            extra_site.indexnow_key =
-                indexnow_key("sites.*.indexnow_key", name, extra.indexnow_key.as_deref())?;
-            sites.push(extra_site);
+            sites.push(extra.site(name, &format!("sites.{name}."), self.site_defaults())?);
         }
         for (i, a) in sites.iter().enumerate() {
             for b in &sites[i + 1..] {
                 if let Some(clash) = a.clash(b, self.proxy_strips_prefix) {
                     return Err(Error::Invalid {
-                        key: "sites",
+                        key: "sites".into(),
                         value: format!(
                             "{} ({}) and {} ({})",
                             a.name, a.base_url, b.name, b.base_url
@@ -479,62 +460,58 @@ impl Settings {
     }
 }
 
+impl SiteSettings {
+    /// The site `name` these settings describe, whose keys are `prefix`
+    /// and the setting's name.
+    fn site(&self, name: &str, prefix: &str, defaults: SiteDefaults) -> Result<Site, Error> {
+        let robots_txt = match (&self.robots_txt, &self.robots_file) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Invalid {
+                    key: format!("{prefix}robots_txt"),
+                    value: name.to_owned(),
+                    expected: "robots_txt or robots_file, not both".into(),
+                });
+            }
+            (Some(text), None) => Some(text.clone()),
+            (None, Some(path)) => {
+                Some(std::fs::read_to_string(path).map_err(|e| Error::Invalid {
+                    key: format!("{prefix}robots_file"),
+                    value: path.display().to_string(),
+                    expected: format!("a readable UTF-8 file ({e})"),
+                })?)
+            }
+            (None, None) => None,
+        };
+        let spec = SiteSpec {
+            base_url: self.base_url.clone(),
+            robots_txt,
+            include_subfolder_sites: Some(self.include_subfolder_sites),
+            indexnow_key: self.indexnow_key.clone(),
+            index_format: self.index_format,
+            nested_index: self.nested_index,
+        };
+        spec.site(name, defaults).map_err(|errors| {
+            let first = &errors[0];
+            let key = match first.field {
+                "name" if prefix.is_empty() => "site".to_owned(),
+                "name" => "sites".to_owned(),
+                field => format!("{prefix}{field}"),
+            };
+            Error::Invalid {
+                key,
+                value: first.value.clone(),
+                expected: first.expected.clone(),
+            }
+        })
+    }
+}
+
 /// What `{sitemap}` in a `submit_urls` template stands for: the site's
 /// index URL, percent-encoded.
 pub(crate) const SITEMAP_PLACEHOLDER: &str = "{sitemap}";
 
 fn is_web_url(text: &str) -> bool {
     Url::parse(text).is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
-}
-
-/// `key` checked as IndexNow requires: 8 to 128 of `a-z A-Z 0-9 -`.
-fn indexnow_key(
-    setting: &'static str,
-    site: &str,
-    key: Option<&str>,
-) -> Result<Option<String>, Error> {
-    let Some(key) = key else { return Ok(None) };
-    let valid = (8..=128).contains(&key.len())
-        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-    if !valid {
-        return Err(Error::Invalid {
-            key: setting,
-            value: format!("{key} (site {site})"),
-            expected: "8 to 128 characters, each a-z, A-Z, 0-9 or -".into(),
-        });
-    }
-    Ok(Some(key.to_owned()))
-}
-
-fn site(
-    name: &str,
-    key: &'static str,
-    base_url: &str,
-    robots_key: &'static str,
-    robots_txt: Option<&str>,
-    robots_file: Option<&Path>,
-) -> Result<Site, Error> {
-    let robots_txt = match (robots_txt, robots_file) {
-        (Some(_), Some(_)) => {
-            return Err(Error::Invalid {
-                key: robots_key,
-                value: name.to_owned(),
-                expected: "robots_txt or robots_file, not both".into(),
-            });
-        }
-        (Some(text), None) => Some(text.to_owned()),
-        (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| Error::Invalid {
-            key: "robots_file",
-            value: path.display().to_string(),
-            expected: format!("a readable UTF-8 file ({e})"),
-        })?),
-        (None, None) => None,
-    };
-    Site::new(name, base_url, robots_txt).map_err(|expected| Error::Invalid {
-        key,
-        value: base_url.to_owned(),
-        expected,
-    })
 }
 
 #[cfg(test)]

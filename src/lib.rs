@@ -23,15 +23,19 @@
 //!   `store::push`.
 //!
 //! Beside them: [`app`], the composition root that builds the service from
-//! its [`config`] and starts and stops its background tasks; [`sitemap`],
-//! the protocol itself, pure (limits, file names, URL rules, the XML
-//! writer); [`site`], [`clock`], [`tokens`], [`telemetry`], [`demo`], and
-//! the private `metrics` and `quote`. The binary's commands are in
+//! its [`config`] and starts and stops its background tasks; [`site`], the
+//! sites as rows (their rules, the directory requests are routed by, and
+//! their management, shared by the API and `sitemapd sites`); `changes`,
+//! which follows what the schema announces and drops what it makes stale;
+//! [`sitemap`], the protocol itself, pure (limits, file names, URL rules,
+//! the XML writer); [`clock`], [`tokens`], [`telemetry`], [`demo`], and the
+//! private `metrics` and `quote`. The binary's commands are in
 //! `src/cli/`. How pages are kept, the fold and the change feed are told in
 //! `docs/architecture.md`; the schema is `schema.sql`.
 
 pub(crate) mod announce;
 pub mod app;
+mod changes;
 pub mod clock;
 pub mod config;
 pub mod demo;

@@ -131,7 +131,7 @@ impl Submitter {
                 format!(
                     "{}{}",
                     index.site.base_url,
-                    file.file_name(self.index_reader.format)
+                    file.file_name(index.site.index_format.encoding())
                 )
             })
             .collect();

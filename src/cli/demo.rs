@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use sitemapd::config::Config;
+use sitemapd::site::admin::Admin;
 use sitemapd::sitemap::name::parse_slug;
 use sitemapd::store::Workload;
 
@@ -20,17 +21,20 @@ pub(super) struct Args {
 
 pub(super) async fn run(config: &Config, args: Args) -> anyhow::Result<()> {
     let store = super::connect(config, Workload::Bulk).await?;
-    let site = match &args.site {
-        None => config.primary_site(),
-        Some(name) => config
-            .sites
-            .iter()
-            .find(|s| &s.name == name)
-            .with_context(|| format!("--site {name}: no such site in the configuration"))?,
+    let name = args.site.as_deref().unwrap_or(&config.primary_site().name);
+    let admin = Admin {
+        store: &store,
+        defaults: config.site_defaults(),
+        proxy_strips_prefix: config.settings.proxy_strips_prefix,
     };
+    let site = admin
+        .get(name)
+        .await
+        .with_context(|| format!("--site {name} (`sitemapd sites list` lists them)"))?
+        .site;
     let seeded = sitemapd::demo::seed(
         &store,
-        site,
+        &site,
         &args.sections,
         args.urls,
         super::progress::rows(args.urls),

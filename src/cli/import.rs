@@ -24,9 +24,9 @@ pub(super) async fn run(config: &Config, args: Args) -> anyhow::Result<ExitCode>
     } else {
         Input::File(file.into())
     };
-    // The file is read while the database is reached.
-    let reading = import::begin(&config.sites, input, &options, super::progress::import())?;
     let store = super::connect(config, Workload::Bulk).await?;
+    let sites = sitemapd::app::all_sites(&store).await?;
+    let reading = import::begin(&sites, input, &options, super::progress::import())?;
     let report = reading.finish(&store).await?;
     print_report(&report, &options);
     Ok(if report.invalid > 0 {

@@ -8,6 +8,7 @@ mod import;
 mod progress;
 mod robots;
 mod serve;
+mod sites;
 mod submit;
 mod token;
 
@@ -56,9 +57,13 @@ enum Command {
     /// Exit 0 if the service on `listen` answers its /healthz (for container
     /// health checks, which may have no shell or curl).
     Health,
-    /// Mint a write API token: prints the token (give it to the writer; it
-    /// is not stored anywhere) and the digest to add to api_token_hashes.
-    Token,
+    /// Mint a write API token: prints the token (give it to the writer) and
+    /// its digest. An operator's digest goes in api_token_hashes; a site's
+    /// (--site NAME) is stored with the site.
+    Token(token::Args),
+    /// Create, change, remove and list the sites.
+    #[command(subcommand)]
+    Sites(sites::Command),
     /// Tell search engines now: send the IndexNow backlog without waiting,
     /// and submit each index to the submit_urls. Exit code 1 when an
     /// endpoint did not take what was sent.
@@ -95,7 +100,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Robots => robots::run(&config).await?,
         Command::Import(args) => return import::run(&config, args).await,
         Command::Health => health::run(config.settings.listen).await?,
-        Command::Token => token::run()?,
+        Command::Token(args) => token::run(&config, args).await?,
+        Command::Sites(command) => sites::run(&config, command).await?,
         Command::Submit(args) => return submit::run(&config, args).await,
         Command::Fold => fold::run(&config).await?,
         Command::Demo(args) => demo::run(&config, args).await?,

@@ -24,7 +24,7 @@ pub(super) async fn run(config: &Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;
     let app = App::prepare(super::open(config, Workload::Serving).await?, config).await?;
-    for site in app.state().sites.all() {
+    for site in &config.sites {
         tracing::info!(
             listen = %listener.local_addr()?,
             site = %site.name,

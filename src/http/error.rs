@@ -172,7 +172,8 @@ impl IntoResponse for HttpError {
                 let problem = Problem::new(
                     StatusCode::UNAUTHORIZED,
                     "unauthorized",
-                    "send Authorization: Bearer <token> with a token the service is configured for",
+                    "send Authorization: Bearer <token> with an operator's token (its digest in \
+                     api_token_hashes) or a site's (`sitemapd token --site NAME`)",
                 );
                 let mut response = problem_response(&problem);
                 response.headers_mut().insert(

@@ -11,9 +11,9 @@ mod caching;
 pub(crate) mod connections;
 mod error;
 mod health;
+mod host;
 mod negotiate;
 mod sitemaps;
-mod sites;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -27,9 +27,9 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use connections::raise_open_files_limit;
 pub(crate) use error::HttpError;
-pub(crate) use sites::Sites;
 
 use crate::metrics::{Metrics, route_of};
+use crate::site::{Directory, SiteDefaults};
 use crate::store::Store;
 
 /// What every handler shares; cheap to clone.
@@ -40,7 +40,13 @@ pub struct HttpState(Arc<Shared>);
 #[derive(Debug)]
 pub struct Shared {
     pub store: Store,
-    pub sites: Sites,
+    /// The sites, read as requests name them.
+    pub sites: Arc<Directory>,
+    /// The primary site's name: the site of records and views that name
+    /// none.
+    pub(crate) primary: String,
+    /// What a site written through the API takes when it does not say.
+    pub(crate) site_defaults: SiteDefaults,
     /// The pages: summaries, cache and builds.
     pub pages: Arc<crate::pages::Pages>,
     /// `Cache-Control: public, max-age=` of sitemap documents, in seconds.
@@ -151,7 +157,7 @@ fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpSta
 /// `400` for a request whose `Host` is missing, repeated or malformed, which
 /// could otherwise be routed by a guess.
 async fn require_valid_host(request: Request, next: axum::middleware::Next) -> Response {
-    match sites::host_problem(request.version(), request.headers()) {
+    match host::host_problem(request.version(), request.headers()) {
         Some(problem) => (
             StatusCode::BAD_REQUEST,
             [(header::CONNECTION, HeaderValue::from_static("close"))],
@@ -182,19 +188,16 @@ async fn operators_view(
     headers: axum::http::HeaderMap,
     axum::extract::Query(query): axum::extract::Query<browse::ViewQuery>,
 ) -> Result<Response, HttpError> {
-    let site = match query.site() {
-        None => state.sites.primary(),
-        Some(name) => state
-            .sites
-            .all()
-            .iter()
-            .find(|site| site.name == name)
-            .ok_or_else(|| HttpError::BadRequest(format!("site={name:?}: no such site")))?,
-    };
+    let name = query.site().unwrap_or(&state.primary);
+    let site = state
+        .sites
+        .named(name)
+        .await?
+        .ok_or_else(|| HttpError::BadRequest(format!("site={name:?}: no such site")))?;
     let links = browse::Links::Operators { site: &site.name };
     browse::view(
         &state,
-        site,
+        &site,
         query,
         browse::Audience::Operator,
         links,

@@ -10,18 +10,18 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use time::OffsetDateTime;
 
-use super::api::bearer_token;
+use super::api::Caller;
 use super::bodies::{HeldChunks, INFLATE_HOLD_BYTES, Inflated};
 use super::browse::{self, Audience, Links, ViewQuery};
 use super::caching::Validators;
+use super::host::request_host;
 use super::negotiate::negotiate;
-use super::sites::request_host;
 use super::{HttpError, HttpState};
 use crate::metrics::{route_of, routes};
 use crate::pages::cache::{Chunks, PageKey, Source, total_len};
 use crate::pages::codec::{Codec, compress};
 use crate::pages::{IndexListing, digest, sitemap_lines};
-use crate::site::Site;
+use crate::site::{HostSites, Site};
 use crate::sitemap::name::IndexFile;
 use crate::sitemap::{Encoding, IndexWriter, PageName};
 
@@ -49,24 +49,23 @@ pub(super) async fn dispatch(
     }
     let host = request_host(&headers, &uri);
     tracing::Span::current().record("route", route_of(uri.path()));
+    let on_host = state.sites.on_host(host.as_deref()).await?;
     if uri.path() == routes::ROBOTS {
-        return robots(&state, host.as_deref(), &headers).await;
+        return robots(&state, &on_host, &headers).await;
     }
-    if let Some(key) = state.sites.indexnow_key(host.as_deref(), uri.path()) {
+    if let Some(key) = on_host.indexnow_key(uri.path()) {
         return Ok(indexnow_key_file(&state, key, &headers));
     }
-    let routed = state
-        .sites
-        .route(host.as_deref(), uri.path())
-        .ok_or(HttpError::NotFound)?;
+    let routed = on_host.route(uri.path()).ok_or(HttpError::NotFound)?;
     if routed.file == "sitemap.xsl" {
         return Ok(stylesheet(&state, &headers));
     }
     if routed.file == browse::FILE {
         let Query(query) = Query::<ViewQuery>::try_from_uri(&uri)
             .map_err(|rejection| HttpError::BadRequest(rejection.body_text()))?;
-        let audience = match bearer_token(&headers) {
-            Some(token) if state.api.tokens.admits(token) => Audience::Operator,
+        // An operator's token, or the site's own, shows what is left out.
+        let audience = match Caller::of(&state, &headers).await? {
+            Some(caller) if caller.may_touch(&routed.site.name).is_ok() => Audience::Operator,
             _ => Audience::Public,
         };
         return browse::view(
@@ -80,7 +79,7 @@ pub(super) async fn dispatch(
         .await;
     }
     if let Some((file, encoding)) = IndexFile::parse(routed.file) {
-        return index(&state, routed.site, file, encoding, &headers).await;
+        return index(&state, &on_host, routed.site, file, encoding, &headers).await;
     }
     let (name, encoding) = PageName::parse(routed.file).ok_or(HttpError::NotFound)?;
     page(&state, routed.site, name, encoding, &method, &headers).await
@@ -99,16 +98,17 @@ pub(super) async fn dispatch(
 /// between files, so every file is versioned by the site's newest change.
 async fn index(
     state: &HttpState,
+    on_host: &HostSites,
     site: &Site,
     file: IndexFile,
     encoding: Encoding,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
-    let members = state.sites.index_members(site);
+    let members = on_host.index_members(site);
     let listing = state.pages.indexes.listing(&members).await?;
     let capacity = listing.capacity;
     let chunks = listing.chunks();
-    let nested = state.pages.indexes.nested && chunks > 1;
+    let nested = site.nested_index && chunks > 1;
     let chunk = match (file, nested) {
         (IndexFile::Root, true) => None,
         (IndexFile::Root, false) => Some(1),
@@ -392,21 +392,26 @@ fn stylesheet(state: &HttpState, request: &HeaderMap) -> Response {
 /// every site on the host.
 async fn robots(
     state: &HttpState,
-    host: Option<&str>,
+    on_host: &HostSites,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
-    let sites = state.sites.on_host(host);
-    if sites.is_empty() {
+    if on_host.is_empty() {
         return Err(HttpError::NotFound);
     }
+    let mut announced: Vec<&Site> = on_host
+        .all()
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|site| !on_host.is_held(site))
+        .collect();
+    announced.sort_by(|a, b| a.base_url.cmp(&b.base_url));
     let mut lines = Vec::new();
-    for site in sites.iter().filter(|site| !state.sites.is_held(site)) {
-        let members = state.sites.index_members(site);
+    for site in announced {
+        let members = on_host.index_members(site);
         let files = state.pages.indexes.announced(&members).await?;
-        lines.extend(sitemap_lines(site, &files, state.pages.indexes.format));
+        lines.extend(sitemap_lines(site, &files));
     }
-    let operator = sites.iter().find_map(|s| s.robots_txt.as_deref());
-    let body = robots_txt(operator, &lines);
+    let body = robots_txt(on_host.robots_txt(), &lines);
     state.metrics.body_bytes(routes::ROBOTS, body.len());
     let validators = Validators::new(u128::from(crc32fast::hash(body.as_bytes())), "robots", None);
     if validators.client_is_current(request) {

@@ -106,6 +106,9 @@ impl fmt::Display for Rule {
                 }
                 Ok(())
             }
+            Rule::ConfiguredSite { known } if known.is_empty() => {
+                f.write_str("an existing site (GET /api/v1/sites or `sitemapd sites list` lists them)")
+            }
             Rule::ConfiguredSite { known } => {
                 write!(f, "a configured site ({})", known.join(", "))
             }

@@ -123,6 +123,8 @@ pub struct Validator<'a> {
     /// The section of records that name none (`""`, or `--section`).
     default_section: &'a str,
     now: OffsetDateTime,
+    /// Whether an unknown site's error lists the known ones.
+    lists_sites: bool,
 }
 
 impl<'a> Validator<'a> {
@@ -137,6 +139,16 @@ impl<'a> Validator<'a> {
             default_site,
             default_section,
             now,
+            lists_sites: true,
+        }
+    }
+
+    /// An unknown site's error names no other: what a validator given only
+    /// the sites a batch names (of many) gives.
+    pub(crate) fn without_listing_sites(self) -> Self {
+        Validator {
+            lists_sites: false,
+            ..self
         }
     }
 
@@ -157,7 +169,11 @@ impl<'a> Validator<'a> {
         let site_name = raw.site.as_deref().unwrap_or(self.default_site);
         let site = self.sites.iter().find(|s| s.name == site_name);
         if site.is_none() {
-            let known: Vec<&str> = self.sites.iter().map(|s| s.name.as_str()).collect();
+            let known: Vec<&str> = if self.lists_sites {
+                self.sites.iter().map(|s| s.name.as_str()).collect()
+            } else {
+                Vec::new()
+            };
             errors.push(error(
                 "site",
                 site_name,
@@ -545,6 +561,7 @@ mod tests {
                 indexnow_key: None,
                 robots_txt: None,
                 robots_file: None,
+                ..crate::config::SiteSettings::default()
             },
         );
         crate::config::Config::new(settings).expect("valid").sites

@@ -81,6 +81,7 @@ impl PageCache {
                 u32::try_from(total_len(body)).unwrap_or(u32::MAX)
             })
             .eviction_policy(EvictionPolicy::lru())
+            .support_invalidation_closures()
             .build();
         PageCache { memory, dir }
     }
@@ -117,6 +118,27 @@ impl PageCache {
             })
             .await?;
         Ok((body, source))
+    }
+
+    /// Drops every page of the site `name`, from memory and disk: what
+    /// removing the site, or moving it, leaves behind.
+    pub(crate) fn forget_site(&self, name: &str) {
+        let site = name.to_owned();
+        if let Err(error) = self
+            .memory
+            .invalidate_entries_if(move |key, _| key.site == site)
+        {
+            tracing::warn!(%error, "page cache: could not drop a site's pages");
+        }
+        if let Some(dir) = &self.dir {
+            let folder = dir.join(name);
+            tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&folder) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    tracing::warn!(%error, folder = %folder.display(), "page cache: could not drop a site's pages from disk");
+                }
+                _ => {}
+            });
+        }
     }
 
     /// Bytes held in memory now (eventually consistent).

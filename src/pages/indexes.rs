@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::config::Settings;
 use crate::pages::summaries::{Snapshot, Summaries};
 use crate::site::Site;
+use crate::sitemap::IndexWriter;
 use crate::sitemap::name::IndexFile;
-use crate::sitemap::{Encoding, IndexWriter};
 use crate::store::{self, Store};
 
 #[derive(Debug, Clone)]
@@ -20,11 +20,6 @@ pub struct Indexes {
     max_entries: usize,
     /// The byte limit every document keeps, index files included.
     max_bytes: u64,
-    /// Whether an index split in several is served as an index of them.
-    pub(crate) nested: bool,
-    /// How the index files are named where they are announced (robots.txt,
-    /// `sitemapd robots`): `.xml` or `.xml.gz` (`index_format`).
-    pub format: Encoding,
 }
 
 impl Indexes {
@@ -35,8 +30,6 @@ impl Indexes {
             summaries,
             max_entries: settings.max_index_entries as usize,
             max_bytes: settings.max_bytes,
-            nested: settings.nested_index,
-            format: settings.index_format.encoding(),
         }
     }
 
@@ -62,12 +55,13 @@ impl Indexes {
         })
     }
 
-    /// The index files robots.txt names for an index of `members`: each
-    /// that lists pages, or, with `nested_index` and more than one, the
-    /// root that lists them.
+    /// The index files robots.txt names for an index of `members` (the
+    /// first is the site whose index it is): each that lists pages, or,
+    /// with its `nested_index` and more than one, the root that lists them.
     pub async fn announced(&self, members: &[&Site]) -> Result<Vec<IndexFile>, Arc<store::Error>> {
         let chunks = self.listing(members).await?.chunks();
-        Ok(if self.nested && chunks > 1 {
+        let nested = members.first().is_some_and(|site| site.nested_index);
+        Ok(if nested && chunks > 1 {
             vec![IndexFile::Root]
         } else {
             (1..=chunks).map(IndexFile::of_chunk).collect()

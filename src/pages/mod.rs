@@ -23,7 +23,6 @@ use crate::pages::cache::{Chunks, PageCache, PageKey, Source};
 use crate::pages::render::{RenderError, Renderer, build_page};
 use crate::pages::summaries::{PageSummary, Summaries};
 use crate::site::Site;
-use crate::sitemap::Encoding;
 use crate::sitemap::name::IndexFile;
 use crate::store;
 
@@ -91,8 +90,9 @@ pub(crate) fn fingerprint(settings: &Settings) -> String {
 }
 
 /// The `Sitemap:` lines that make crawlers find `files` of a site's index,
-/// named in `format`.
-pub fn sitemap_lines(site: &Site, files: &[IndexFile], format: Encoding) -> Vec<String> {
+/// named in the site's `index_format`.
+pub fn sitemap_lines(site: &Site, files: &[IndexFile]) -> Vec<String> {
+    let format = site.index_format.encoding();
     files
         .iter()
         .map(|file| format!("Sitemap: {}{}", site.base_url, file.file_name(format)))

@@ -16,9 +16,6 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
-use sqlx::PgPool;
-use sqlx::postgres::{PgListener, PgPoolOptions};
-
 use time::OffsetDateTime;
 
 use crate::store::{self, IndexEntry, Store};
@@ -101,33 +98,5 @@ impl Summaries {
     /// Forgets every snapshot: the next request reads the summaries anew.
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
-    }
-}
-
-/// Drops the snapshots whenever the primary announces a change; runs until
-/// aborted, reconnecting (and dropping everything) after a lost connection.
-pub(crate) async fn listen(store: Store, summaries: Arc<Summaries>) {
-    // A connection of its own, outside the pool requests draw from.
-    let own = PgPoolOptions::new()
-        .max_connections(1)
-        .connect_lazy_with(store.pool().connect_options().as_ref().clone());
-    loop {
-        if let Err(error) = follow_changes(&own, &summaries).await {
-            tracing::warn!(%error, "summaries: change listener lost");
-        }
-        summaries.invalidate();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-/// Listens on [`CHANNEL`] until the connection fails for good.
-async fn follow_changes(own: &PgPool, summaries: &Summaries) -> Result<(), sqlx::Error> {
-    let mut listener = PgListener::connect_with(own).await?;
-    listener.listen(CHANNEL).await?;
-    loop {
-        // Anything may have changed while no one was listening, and a
-        // notification or a reconnection (`None`) alike means: read anew.
-        summaries.invalidate();
-        listener.try_recv().await?;
     }
 }

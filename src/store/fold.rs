@@ -267,6 +267,11 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     for setting in ["SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off"] {
         sqlx::query(setting).execute(&mut *conn).await?;
     }
+    // Sites created or moved since the last fold: their rows left out, or
+    // no longer under their base URL, are placed again by this one.
+    sqlx::query("SELECT sitemap_apply_site_changes()")
+        .execute(&mut *conn)
+        .await?;
     let began_a_pass: bool = sqlx::query_scalar("SELECT started FROM sitemap_fold_begin($1)")
         .bind(max_rows)
         .fetch_one(&mut *conn)

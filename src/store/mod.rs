@@ -27,12 +27,14 @@ mod import;
 mod numbering;
 mod push;
 mod records;
+mod sites;
 
 pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub(crate) use import::ImportCounts;
 pub(crate) use push::ChangeBatch;
 pub(crate) use records::{ClusterStats, SiteStats, StoredRecord};
+pub(crate) use sites::{SiteWriteError, StoredSite, Written};
 
 /// A database failure. Before a response's first byte it becomes a `503`.
 ///
@@ -48,6 +50,12 @@ pub enum Error {
     /// like, where packets are dropped rather than connections refused.
     #[error("database: no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
+    /// The configuration file's sites could not be written as they are.
+    #[error("configuration: {0}")]
+    Configuration(String),
+    /// A read that failed for several callers waiting on it, as its text.
+    #[error("{0}")]
+    Shared(String),
     #[error("reading a fold's rows: {0}")]
     FoldRows(#[from] binary_copy::FormatError),
     #[error(
@@ -353,13 +361,11 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the page limits and the sites' base URLs into the schema,
-    /// which takes off their pages only the rows they no longer admit (the
-    /// next fold places them again). Takes turns with folds, and with
-    /// replicas starting at once.
-    pub(crate) async fn configure(
+    /// Writes the page limits into the schema, which takes off their pages
+    /// only the rows they no longer admit (the next fold places them
+    /// again). Takes turns with folds, and with replicas starting at once.
+    pub(crate) async fn configure_limits(
         &self,
-        sites: &[Site],
         max_urls: u32,
         entry_budget: u64,
     ) -> Result<(), Error> {
@@ -368,18 +374,6 @@ impl Store {
         sqlx::query("SELECT sitemap_configure_limits($1, $2)")
             .bind(i32::try_from(max_urls).unwrap_or(i32::MAX))
             .bind(i64::try_from(entry_budget).unwrap_or(i64::MAX))
-            .execute(&mut *tx)
-            .await?;
-        for site in sites {
-            sqlx::query("SELECT sitemap_configure_site($1, $2, $3)")
-                .bind(&site.name)
-                .bind(&site.origin)
-                .bind(&site.path_prefix)
-                .execute(&mut *tx)
-                .await?;
-        }
-        // Other sites or limits may list the news otherwise.
-        sqlx::query("UPDATE sitemap_news_state SET due = '-infinity'")
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

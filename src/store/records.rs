@@ -120,18 +120,24 @@ impl Store {
         .rows_affected())
     }
 
-    /// Every site's sections and pages with their counts, in index order,
-    /// sections that only hold skipped rows included.
-    pub(crate) async fn stats(&self) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
+    /// Every site's sections and pages with their counts (only `site`'s,
+    /// when given), in index order, sections that only hold skipped rows
+    /// included.
+    pub(crate) async fn stats(
+        &self,
+        site: Option<&str>,
+    ) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
         let mut tx = self.read.begin().await?;
-        // One snapshot for both reads, so pages and skips agree.
+        // One snapshot for every read, so pages and skips agree.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)
             .await?;
         let pages: Vec<(String, String, PageStats)> = sqlx::query_as::<_, PageRow>(
             "SELECT site, section, page, url_count, bytes, lastmod, images, videos, alternates
-             FROM sitemap_pages ORDER BY site, section, page",
+             FROM sitemap_pages WHERE $1::text IS NULL OR site = $1
+             ORDER BY site, section, page",
         )
+        .bind(site)
         .fetch_all(&mut *tx)
         .await?
         .into_iter()
@@ -139,30 +145,46 @@ impl Store {
         .collect();
         let skipped: Vec<(String, String, i64)> = sqlx::query_as(
             "SELECT site, section, count(*) FROM sitemap_placements
-             WHERE skip_reason IS NOT NULL GROUP BY site, section",
+             WHERE skip_reason IS NOT NULL AND ($1::text IS NULL OR site = $1)
+             GROUP BY site, section",
         )
+        .bind(site)
         .fetch_all(&mut *tx)
         .await?;
-        let (clusters, with_problems): (i64, i64) = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM sitemap_clusters),
-                    (SELECT count(*) FROM sitemap_clusters WHERE problem IS NOT NULL)",
-        )
+        // A site's clusters are those its rows name.
+        macro_rules! clusters {
+            () => {
+                "(SELECT k.* FROM sitemap_clusters k
+                  WHERE $1::text IS NULL OR EXISTS (
+                      SELECT 1 FROM sitemap_urls u
+                      WHERE u.hreflang_cluster = k.cluster AND u.site = $1)) c"
+            };
+        }
+        let (clusters_count, with_problems): (i64, i64) = sqlx::query_as(concat!(
+            "SELECT count(*), count(*) FILTER (WHERE problem IS NOT NULL) FROM ",
+            clusters!()
+        ))
+        .bind(site)
         .fetch_one(&mut *tx)
         .await?;
         let news: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT site, sum(url_count)::bigint FROM sitemap_news_files GROUP BY site",
+            "SELECT site, sum(url_count)::bigint FROM sitemap_news_files
+             WHERE $1::text IS NULL OR site = $1 GROUP BY site",
         )
+        .bind(site)
         .fetch_all(&mut *tx)
         .await?;
-        let examples = sqlx::query_as(
-            "SELECT cluster, problem FROM sitemap_clusters WHERE problem IS NOT NULL
-             ORDER BY cluster LIMIT 10",
-        )
+        let examples = sqlx::query_as(concat!(
+            "SELECT cluster, problem FROM ",
+            clusters!(),
+            " WHERE problem IS NOT NULL ORDER BY cluster LIMIT 10"
+        ))
+        .bind(site)
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
         let clusters = ClusterStats {
-            clusters,
+            clusters: clusters_count,
             with_problems,
             examples,
         };

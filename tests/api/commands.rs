@@ -60,7 +60,7 @@ async fn import_tells_the_format_by_the_file_name(pool: PgPool) {
     let odd = write(&dir, "export.txt", &jsonl(&["odd"]));
     let refused = import(
         &app.state.store,
-        app.state.sites.all(),
+        &app.sites().await,
         Input::File(odd.clone()),
         &inferred,
         |_| {},

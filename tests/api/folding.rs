@@ -982,6 +982,12 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
     };
     tokio::join!(writer(1), writer(2), writer(3), writer(4), killer, watcher);
     check_invariants(&app, MAX_URLS).await;
+    // The entries folds kept are written out beside them: all of them first.
+    app.state
+        .store
+        .write_out_feed(sitemapd::store::Turn::Wait)
+        .await
+        .expect("feed written out");
     let kinds: Vec<(String, i64)> =
         sqlx::query_as("SELECT change, count(*) FROM sitemap_changes GROUP BY 1 ORDER BY 1")
             .fetch_all(&app.pool)

@@ -38,6 +38,13 @@ pub(crate) struct TestApp {
 }
 
 impl TestApp {
+    /// Every site the service has, as records are validated against.
+    pub(crate) async fn sites(&self) -> Vec<sitemapd::site::Site> {
+        sitemapd::app::all_sites(&self.state.store)
+            .await
+            .expect("the sites")
+    }
+
     /// The service with its defaults, but serving [`BASE_URL`].
     pub(crate) async fn spawn(pool: PgPool) -> TestApp {
         Self::spawn_with(pool, |_| {}).await

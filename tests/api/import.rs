@@ -35,7 +35,7 @@ pub(crate) async fn run(
 ) -> ImportReport {
     let report = import(
         &app.state.store,
-        app.state.sites.all(),
+        &app.sites().await,
         Input::File(file.to_owned()),
         options,
         |_| {},
@@ -331,7 +331,7 @@ async fn a_loc_written_elsewhere_meanwhile_is_updated_not_duplicated(pool: PgPoo
         .expect("insert");
     let importing = {
         let store = app.state.store.clone();
-        let sites = app.state.sites.all().to_vec();
+        let sites = app.sites().await;
         let opts = options(Format::Jsonl);
         tokio::spawn(async move {
             import(&store, &sites, Input::File(file), &opts, |_| {})

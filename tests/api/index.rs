@@ -136,7 +136,7 @@ async fn the_index_is_also_a_gzip_file_announced_as_configured(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {
         s.max_urls = 2;
         s.max_index_entries = 2;
-        s.index_format = sitemapd::config::IndexFormat::XmlGz;
+        s.index_format = sitemapd::site::IndexFormat::XmlGz;
     })
     .await;
     app.insert_urls("", "p", 5).await;

@@ -39,6 +39,7 @@ async fn with_blog(pool: PgPool, receiver: &Receiver, delay_ms: u64) -> TestApp 
                 robots_txt: None,
                 robots_file: None,
                 indexnow_key: Some(BLOG_KEY.into()),
+                ..SiteSettings::default()
             },
         );
     })
@@ -128,11 +129,12 @@ async fn the_key_file_is_served_and_bad_keys_stop_the_start(pool: PgPool) {
             robots_txt: None,
             robots_file: None,
             indexnow_key: Some("bad key!".into()),
+            ..SiteSettings::default()
         },
     );
     let error = Config::new(settings).expect_err("site key").to_string();
     assert!(
-        error.contains("`sites.*.indexnow_key`") && error.contains("site blog"),
+        error.contains("`sites.blog.indexnow_key`") && error.contains("bad key!"),
         "{error}"
     );
     let mut settings = Settings::defaults();

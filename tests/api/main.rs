@@ -26,5 +26,6 @@ mod schema;
 mod sites;
 mod startup;
 mod submit;
+mod tenants;
 mod write_api;
 mod writes;

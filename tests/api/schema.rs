@@ -369,12 +369,8 @@ async fn the_schema_the_validator_and_the_writer_measure_a_loc_as_served(pool: P
 
     // The validator, for import and the write API: the normalised loc is
     // the served form.
-    let validator = Validator::new(
-        app.state.sites.all(),
-        "default",
-        "",
-        time::OffsetDateTime::now_utc(),
-    );
+    let sites = app.sites().await;
+    let validator = Validator::new(&sites, "default", "", time::OffsetDateTime::now_utc());
     let validate = |loc: &str| {
         validator.validate(&RawRecord {
             loc: Some(loc.to_owned()),

@@ -18,6 +18,7 @@ fn site_at(base_url: &str) -> SiteSettings {
         indexnow_key: None,
         robots_txt: None,
         robots_file: None,
+        ..SiteSettings::default()
     }
 }
 

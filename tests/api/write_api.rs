@@ -77,10 +77,10 @@ fn loc(path: &str) -> String {
 }
 
 #[sqlx::test]
-async fn the_api_is_off_without_tokens(pool: PgPool) {
+async fn without_a_token_the_api_says_which_it_takes(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let response = app.send(Method::PUT, "/api/v1/urls", &[JSON], "[]").await;
-    assert_eq!(response.status(), 404);
+    assert_eq!(response.status(), 401);
     assert_eq!(
         header(&response, "content-type"),
         "application/problem+json"
@@ -502,9 +502,16 @@ async fn the_openapi_document_matches_the_routes(pool: PgPool) {
     assert_eq!(
         operations,
         [
+            "DELETE /api/v1/sites/{name}",
+            "DELETE /api/v1/sites/{name}/tokens/{digest}",
             "DELETE /api/v1/urls",
+            "GET /api/v1/sites",
+            "GET /api/v1/sites/{name}",
+            "GET /api/v1/sites/{name}/tokens",
             "GET /api/v1/stats",
             "GET /api/v1/urls",
+            "POST /api/v1/sites/{name}/tokens",
+            "PUT /api/v1/sites/{name}",
             "PUT /api/v1/urls"
         ]
     );

@@ -1,5 +1,10 @@
 //! The write API, `/api/v1`: upsert and delete batches of records, look one
-//! up, and count what each site serves. Off unless tokens are configured.
+//! up, count what each site serves, and manage the sites and their tokens.
+//!
+//! Every operation needs a bearer token: an operator's (`api_token_hashes`)
+//! may do everything; a site's (`sitemapd token --site`, or `POST
+//! /api/v1/sites/{name}/tokens`) only reads and writes that site's records
+//! and reads its stats, and anything else gets `403` naming the site.
 //!
 //! Records go through the same validator as `sitemapd import` and the same
 //! one-transaction upsert, so a batch is applied whole or not at all, and
@@ -8,8 +13,10 @@
 
 mod body;
 mod model;
+mod sites;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -19,7 +26,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use axum::{Json, middleware};
+use axum::{Extension, Json, middleware};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
@@ -34,6 +41,7 @@ use crate::ingest::batch::{self, BatchError, RecordKey};
 use crate::ingest::formats::Position;
 use crate::ingest::import::{Rejected, write_records};
 use crate::ingest::validate::{RECORD_FIELDS, RawRecord, Record, Validator};
+use crate::site::Site;
 use crate::sitemap::{Encoding, PageName};
 use crate::store::Turn;
 
@@ -48,30 +56,18 @@ pub(crate) struct ApiSettings {
     pub(crate) max_records: usize,
 }
 
-/// `/api/v1/…`: the operations when tokens are configured, else a `404`
-/// saying how to turn the API on.
+/// `/api/v1/…`.
 pub(crate) fn router(state: &HttpState) -> Router<HttpState> {
-    if state.api.tokens.is_empty() {
-        return Router::new().route("/api/v1/{*rest}", any(api_off));
-    }
     Router::new()
         .route(
             "/api/v1/urls",
             get(get_url).put(put_urls).delete(delete_urls),
         )
         .route("/api/v1/stats", get(stats))
+        .merge(sites::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/api/v1/openapi.json", get(openapi))
         .route("/api/v1/{*rest}", any(unknown_operation))
-}
-
-async fn api_off() -> HttpError {
-    Problem::new(
-        StatusCode::NOT_FOUND,
-        "api-off",
-        "the write API is off: configure api_token_hashes (see `sitemapd token`)",
-    )
-    .into()
 }
 
 async fn unknown_operation() -> HttpError {
@@ -94,14 +90,70 @@ pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .map(|(_, token)| token.trim())
 }
 
+/// Who a request acts for, by its token.
+#[derive(Debug, Clone)]
+pub(crate) enum Caller {
+    /// A token of `api_token_hashes`: anything.
+    Operator,
+    /// A site's token: that site's records, stats and view details.
+    Site(Arc<str>),
+}
+
+impl Caller {
+    /// Who `headers`' bearer token acts for; `None` without a token the
+    /// service knows.
+    pub(crate) async fn of(
+        state: &HttpState,
+        headers: &HeaderMap,
+    ) -> Result<Option<Caller>, HttpError> {
+        let Some(token) = bearer_token(headers) else {
+            return Ok(None);
+        };
+        if state.api.tokens.admits(token) {
+            return Ok(Some(Caller::Operator));
+        }
+        let digest = crate::tokens::hash_of(token);
+        Ok(state.sites.token_site(&digest).await?.map(Caller::Site))
+    }
+
+    /// `Ok` when the caller may touch the site `site`'s records.
+    pub(crate) fn may_touch(&self, site: &str) -> Result<(), HttpError> {
+        match self {
+            Caller::Site(own) if **own != *site => Err(Problem::new(
+                StatusCode::FORBIDDEN,
+                "other-site",
+                format!("this token is site {own:?}'s: it may not touch site {site:?}"),
+            )
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// `Ok` for an operator: what managing sites needs.
+    pub(crate) fn must_operate(&self, what: &str) -> Result<(), HttpError> {
+        match self {
+            Caller::Operator => Ok(()),
+            Caller::Site(own) => Err(Problem::new(
+                StatusCode::FORBIDDEN,
+                "operators-only",
+                format!("this token is site {own:?}'s: {what} needs an operator's token (api_token_hashes)"),
+            )
+            .into()),
+        }
+    }
+}
+
 async fn require_token(
     State(state): State<HttpState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Result<Response, HttpError> {
-    match bearer_token(request.headers()) {
-        Some(token) if state.api.tokens.admits(token) => Ok(next.run(request).await),
-        _ => Err(HttpError::Unauthorized),
+    match Caller::of(&state, request.headers()).await? {
+        Some(caller) => {
+            request.extensions_mut().insert(caller);
+            Ok(next.run(request).await)
+        }
+        None => Err(HttpError::Unauthorized),
     }
 }
 
@@ -172,6 +224,7 @@ fn problems(refusals: &[(u16, &str)]) -> BTreeMap<String, RefOr<utoipa::openapi:
 )]
 async fn put_urls(
     State(state): State<HttpState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<WriteSummary>, HttpError> {
@@ -179,7 +232,7 @@ async fn put_urls(
         "an object of loc (required), {}",
         RECORD_FIELDS[1..].join(", ")
     );
-    let records = read_records::<RawRecord>(&state, &headers, body, &shape).await?;
+    let records = read_records::<RawRecord>(&state, &caller, &headers, body, &shape).await?;
     let counts = write_records(&state.store, &records).await?;
     show_at_once(&state).await;
     Ok(Json(WriteSummary::new(records.len(), counts)))
@@ -214,10 +267,11 @@ async fn show_at_once(state: &HttpState) {
 )]
 async fn delete_urls(
     State(state): State<HttpState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<DeleteSummary>, HttpError> {
-    let records = read_records::<RecordKey>(&state, &headers, body, KEY_SHAPE).await?;
+    let records = read_records::<RecordKey>(&state, &caller, &headers, body, KEY_SHAPE).await?;
     let (sites, locs): (Vec<String>, Vec<String>) = records
         .iter()
         .map(|r| (r.site.clone(), r.loc.clone()))
@@ -255,6 +309,7 @@ struct Lookup {
 )]
 async fn get_url(
     State(state): State<HttpState>,
+    Extension(caller): Extension<Caller>,
     lookup: Result<Query<Lookup>, QueryRejection>,
 ) -> Result<Json<RecordView>, HttpError> {
     let Query(lookup) = lookup.map_err(|e| {
@@ -269,7 +324,7 @@ async fn get_url(
         site: lookup.site,
         ..RawRecord::default()
     };
-    let records = validate(&state, vec![(Position::Index(0), Ok(raw))])?;
+    let records = validate(&state, &caller, vec![(Position::Index(0), Ok(raw))]).await?;
     let key = &records[0];
     let record = state
         .store
@@ -282,47 +337,83 @@ async fn get_url(
                 format!("site {:?} has no record of {}", key.site, key.loc),
             )
         })?;
+    let base = base_url(&state, &record.site).await?;
     let sitemap = record
         .page
-        .map(|page| page_url(&state, &record.site, &record.section, page));
+        .map(|page| page_url(&base, &record.section, page));
     Ok(Json(RecordView::new(record, sitemap)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct StatsQuery {
+    /// Only this site's counts (a site's token gets only its own).
+    site: Option<String>,
 }
 
 /// Counts per site, section and page, and rows left out of the sitemaps.
 #[utoipa::path(
     get,
     path = "/api/v1/stats",
+    params(StatsQuery),
     responses(
         (status = 200, description = "The counts", body = Stats),
         Unauthorized,
+        (status = 403, description = "Another site than the token's", body = Problem, content_type = PROBLEM_JSON),
     )
 )]
-async fn stats(State(state): State<HttpState>) -> Result<Json<Stats>, HttpError> {
-    let (sites, clusters) = state.store.stats().await?;
+async fn stats(
+    State(state): State<HttpState>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<StatsQuery>, QueryRejection>,
+) -> Result<Json<Stats>, HttpError> {
+    let Query(query) = query.map_err(|e| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "bad-query",
+            format!("{e} (expected [?site=…])"),
+        )
+    })?;
+    let site = match (&caller, query.site) {
+        (Caller::Site(own), None) => Some(own.to_string()),
+        (_, site) => site,
+    };
+    if let Some(site) = &site {
+        caller.may_touch(site)?;
+    }
+    let (sites, clusters) = state.store.stats(site.as_deref()).await?;
+    let mut bases = BTreeMap::new();
+    for site in &sites {
+        bases.insert(site.site.clone(), base_url(&state, &site.site).await?);
+    }
     Ok(Json(Stats::new(sites, clusters, |site, section, page| {
-        page_url(&state, site, section, page)
+        page_url(bases.get(site).map_or("", String::as_str), section, page)
     })))
 }
 
-/// The absolute URL of a page (only its file name for a site that is no
-/// longer configured).
-fn page_url(state: &HttpState, site: &str, section: &str, page: i32) -> String {
+/// The base URL of the site `name` (empty for a site that no longer
+/// exists, whose pages are then named by file name alone).
+async fn base_url(state: &HttpState, name: &str) -> Result<String, HttpError> {
+    Ok(state
+        .sites
+        .named(name)
+        .await?
+        .map_or_else(String::new, |site| site.base_url.clone()))
+}
+
+/// The absolute URL of a page of the site at `base`.
+fn page_url(base: &str, section: &str, page: i32) -> String {
     let name = PageName {
         section: section.to_owned(),
         page,
     };
-    let base = state
-        .sites
-        .all()
-        .iter()
-        .find(|s| s.name == site)
-        .map_or("", |s| s.base_url.as_str());
     format!("{base}{}", name.file_name(Encoding::Gzip))
 }
 
 /// The body's records, every one valid, or the problem to answer with.
 async fn read_records<T>(
     state: &HttpState,
+    caller: &Caller,
     headers: &HeaderMap,
     body: Body,
     shape: &str,
@@ -348,23 +439,69 @@ where
         .into_iter()
         .map(|(position, parsed)| (position, parsed.map(Into::into)))
         .collect();
-    validate(state, elements)
+    validate(state, caller, elements).await
 }
 
-fn validate(
+/// The records, every one valid and of a site the caller may touch, or the
+/// problem to answer with. A record names its site, or is the primary
+/// site's (a site token's own, for a site token).
+async fn validate(
     state: &HttpState,
+    caller: &Caller,
     elements: Vec<(
         Position,
         Result<RawRecord, crate::ingest::validate::FieldError>,
     )>,
 ) -> Result<Vec<Record>, HttpError> {
-    let validator = Validator::new(
-        state.sites.all(),
-        &state.sites.primary().name,
-        "",
-        OffsetDateTime::now_utc(),
-    );
+    let default_site = match caller {
+        Caller::Site(own) => own.to_string(),
+        Caller::Operator => state.primary.clone(),
+    };
+    let mut named: Vec<&str> = elements
+        .iter()
+        .filter_map(|(_, parsed)| parsed.as_ref().ok())
+        .map(|raw| raw.site.as_deref().unwrap_or(&default_site))
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    let mut sites: Vec<Site> = Vec::with_capacity(named.len());
+    for name in named {
+        caller.may_touch(name)?;
+        if let Some(site) = state.sites.named(name).await? {
+            sites.push(Site::clone(&site));
+        }
+    }
+    // An alternate must be under a site: those of the hosts the batch's
+    // alternates name.
+    let mut hosts: Vec<String> = elements
+        .iter()
+        .filter_map(|(_, parsed)| parsed.as_ref().ok())
+        .flat_map(alternate_hosts)
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    for host in hosts {
+        for site in state.sites.on_host(Some(&host)).await?.all() {
+            if !sites.iter().any(|known| known.name == site.name) {
+                sites.push(Site::clone(site));
+            }
+        }
+    }
+    let validator = Validator::new(&sites, &default_site, "", OffsetDateTime::now_utc())
+        .without_listing_sites();
     batch::validate_all(&validator, elements).map_err(|rejected| invalid(&rejected).into())
+}
+
+/// The hosts of a record's alternates' hrefs, lower-cased.
+fn alternate_hosts(raw: &RawRecord) -> Vec<String> {
+    let Some(serde_json::Value::Array(alternates)) = &raw.alternates else {
+        return Vec::new();
+    };
+    alternates
+        .iter()
+        .filter_map(|alternate| alternate.get("href")?.as_str())
+        .filter_map(|href| Some(url::Url::parse(href).ok()?.host_str()?.to_ascii_lowercase()))
+        .collect()
 }
 
 fn invalid(rejected: &[Rejected]) -> Problem {

@@ -10,7 +10,10 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::http::error::{Problem, RecordError};
 use crate::ingest::batch::{KeyFields, RecordKey};
 use crate::ingest::validate::RawRecord;
+use crate::site::admin::SiteEntry;
+use crate::site::{IndexFormat, SiteSpec};
 use crate::sitemap::extensions::Alternate;
+use crate::sitemap::name::IndexFile;
 use crate::store::{ClusterStats, ImportCounts, SiteStats, StoredRecord};
 
 /// What an upsert did.
@@ -240,6 +243,88 @@ impl Stats {
     }
 }
 
+/// A site as stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct SiteDocument {
+    /// The site's name: what records' `site` names.
+    pub(crate) name: String,
+    #[serde(flatten)]
+    pub(crate) settings: SiteSpec,
+    /// Its index, as robots.txt announces it.
+    pub(crate) index: String,
+    #[schema(format = DateTime)]
+    pub(crate) created_at: String,
+    #[schema(format = DateTime)]
+    pub(crate) updated_at: String,
+}
+
+impl From<SiteEntry> for SiteDocument {
+    fn from(entry: SiteEntry) -> Self {
+        let site = &entry.site;
+        SiteDocument {
+            name: site.name.clone(),
+            settings: SiteSpec::of(site),
+            index: format!(
+                "{}{}",
+                site.base_url,
+                IndexFile::Root.file_name(site.index_format.encoding())
+            ),
+            created_at: rfc3339(entry.created_at),
+            updated_at: rfc3339(entry.updated_at),
+        }
+    }
+}
+
+/// A page of sites, by name.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct SiteList {
+    pub(crate) sites: Vec<SiteDocument>,
+    /// Pass as `after` for the next page; null on the last.
+    pub(crate) next: Option<String>,
+}
+
+/// What removing a site did.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct SiteRemoved {
+    pub(crate) site: String,
+    /// URL rows the purge deleted.
+    pub(crate) deleted_rows: u64,
+}
+
+/// A token, shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct MintedToken {
+    pub(crate) site: String,
+    /// Send as `Authorization: Bearer <token>`; the service keeps only its
+    /// digest.
+    pub(crate) token: String,
+    /// What revokes it: `DELETE /api/v1/sites/{site}/tokens/{digest}`.
+    pub(crate) digest: String,
+}
+
+/// A site's tokens, by digest.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct TokenList {
+    pub(crate) site: String,
+    pub(crate) tokens: Vec<TokenView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct TokenView {
+    pub(crate) digest: String,
+    #[schema(format = DateTime)]
+    pub(crate) created_at: String,
+}
+
+impl TokenView {
+    pub(super) fn new(digest: String, created_at: OffsetDateTime) -> Self {
+        TokenView {
+            digest,
+            created_at: rfc3339(created_at),
+        }
+    }
+}
+
 fn rfc3339(at: OffsetDateTime) -> String {
     at.format(&Rfc3339).unwrap_or_default()
 }
@@ -249,12 +334,34 @@ fn rfc3339(at: OffsetDateTime) -> String {
 #[openapi(
     info(
         title = "sitemapd write API",
-        description = "Upsert, delete and look up the page records sitemaps are built from. \
-                       Every operation needs `Authorization: Bearer <token>`; a batch is applied \
-                       whole or not at all."
+        description = "Upsert, delete and look up the page records sitemaps are built from, \
+                       and manage the sites. Every operation needs `Authorization: Bearer <token>`: \
+                       an operator's token may do everything, a site's token only read and write \
+                       that site's records and read its stats (anything else is refused with 403). \
+                       A batch is applied whole or not at all."
     ),
-    paths(super::put_urls, super::delete_urls, super::get_url, super::stats),
+    paths(
+        super::put_urls,
+        super::delete_urls,
+        super::get_url,
+        super::stats,
+        super::sites::list_sites,
+        super::sites::get_site,
+        super::sites::put_site,
+        super::sites::delete_site,
+        super::sites::mint_token,
+        super::sites::list_tokens,
+        super::sites::revoke_token
+    ),
     components(schemas(
+        SiteSpec,
+        IndexFormat,
+        SiteDocument,
+        SiteList,
+        SiteRemoved,
+        MintedToken,
+        TokenList,
+        TokenView,
         RawRecord,
         RecordKey,
         KeyFields,

@@ -1,0 +1,157 @@
+//! `sitemapd sites add|set|remove|list`: the sites, managed from a shell,
+//! with the write API's rules and errors. A change shows on every running
+//! replica within a second.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use sitemapd::config::Config;
+use sitemapd::site::admin::{Admin, Outcome, SiteEntry};
+use sitemapd::site::{IndexFormat, SiteSpec};
+use sitemapd::store::Workload;
+
+#[derive(Debug, clap::Subcommand)]
+pub(super) enum Command {
+    /// Create a site; refused if the name exists.
+    Add {
+        name: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Change a site: the settings given replace its own, the others stay.
+    Set {
+        name: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Remove a site; refused while it has URL rows, unless --purge.
+    Remove {
+        name: String,
+        /// Delete its URL rows first, in short transactions that writers
+        /// and folds do not wait on.
+        #[arg(long)]
+        purge: bool,
+    },
+    /// List the sites by name, tab-separated: name, base URL, index.
+    List {
+        /// Start after this name.
+        #[arg(long)]
+        after: Option<String>,
+        /// At most this many.
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+}
+
+/// A site's settings as options; what is not given is left as it is (`set`)
+/// or takes its default (`add`).
+#[derive(Debug, clap::Args)]
+pub(super) struct Settings {
+    /// The public base URL.
+    #[arg(long)]
+    base_url: Option<String>,
+    /// The operator's robots.txt for the site's host, as text.
+    #[arg(long, conflicts_with = "robots_file")]
+    robots_txt: Option<String>,
+    /// The operator's robots.txt, from a file.
+    #[arg(long)]
+    robots_file: Option<PathBuf>,
+    /// Whether its index also lists the sites under its base URL.
+    #[arg(long)]
+    include_subfolder_sites: Option<bool>,
+    /// Its IndexNow key ("" for none).
+    #[arg(long)]
+    indexnow_key: Option<String>,
+    /// Which name of its index robots.txt announces.
+    #[arg(long, value_parser = ["xml", "xml.gz"])]
+    index_format: Option<String>,
+    /// Whether an index split in several files is served as an index of them.
+    #[arg(long)]
+    nested_index: Option<bool>,
+}
+
+impl Settings {
+    /// `base`'s settings with these laid over.
+    fn over(self, mut base: SiteSpec) -> anyhow::Result<SiteSpec> {
+        if let Some(base_url) = self.base_url {
+            base.base_url = base_url;
+        }
+        if let Some(text) = self.robots_txt {
+            base.robots_txt = Some(text).filter(|text| !text.is_empty());
+        }
+        if let Some(path) = self.robots_file {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("--robots-file {}", path.display()))?;
+            base.robots_txt = Some(text);
+        }
+        if let Some(include) = self.include_subfolder_sites {
+            base.include_subfolder_sites = Some(include);
+        }
+        if let Some(key) = self.indexnow_key {
+            base.indexnow_key = Some(key).filter(|key| !key.is_empty());
+        }
+        if let Some(format) = self.index_format {
+            base.index_format = IndexFormat::parse(&format);
+        }
+        if let Some(nested) = self.nested_index {
+            base.nested_index = Some(nested);
+        }
+        Ok(base)
+    }
+}
+
+pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()> {
+    let store = super::connect(config, Workload::Serving).await?;
+    let admin = Admin {
+        store: &store,
+        defaults: config.site_defaults(),
+        proxy_strips_prefix: config.settings.proxy_strips_prefix,
+    };
+    match command {
+        Command::Add { name, settings } => {
+            if settings.base_url.is_none() {
+                anyhow::bail!("sites add {name}: --base-url is required");
+            }
+            let spec = settings.over(SiteSpec::default())?;
+            let site = admin.add(&name, &spec).await?;
+            println!("created site {name} at {}", site.base_url);
+        }
+        Command::Set { name, settings } => {
+            let current = admin.get(&name).await?;
+            let spec = settings.over(SiteSpec::of(&current.site))?;
+            let (_, outcome, _) = admin.put(&name, &spec).await?;
+            match outcome {
+                Outcome::Unchanged => println!("site {name} is already so"),
+                Outcome::Changed | Outcome::Created => println!("changed site {name}"),
+            }
+        }
+        Command::Remove { name, purge } => {
+            let deleted = admin.remove(&name, purge).await?;
+            println!("removed site {name} ({deleted} URL rows deleted)");
+        }
+        Command::List { after, limit } => {
+            let mut after = after;
+            let mut left = limit.unwrap_or(u32::MAX);
+            while left > 0 {
+                let page = admin.list(after.as_deref(), left.min(1000)).await?;
+                let Some(last) = page.last() else { break };
+                after = Some(last.site.name.clone());
+                left = left.saturating_sub(page.len() as u32);
+                for entry in &page {
+                    println!("{}", line(entry));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn line(entry: &SiteEntry) -> String {
+    let site = &entry.site;
+    let spec = SiteSpec::of(site);
+    let index = match spec.index_format {
+        Some(IndexFormat::XmlGz) => "sitemap_index.xml.gz",
+        _ => "sitemap_index.xml",
+    };
+    format!("{}\t{}\t{}{index}", site.name, site.base_url, site.base_url)
+}
