@@ -1388,23 +1388,45 @@ COMMENT ON FUNCTION public.sitemap_origin_host(origin text) IS 'The host of an o
 
 
 --
--- Name: sitemap_pages_notify(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: sitemap_pages_announce(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.sitemap_pages_notify() RETURNS trigger
+CREATE FUNCTION public.sitemap_pages_announce() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    names text := '';
+    sent integer := 0;
+    site_name text;
 BEGIN
-    PERFORM pg_notify('sitemapd_pages', '');
+    IF TG_OP = 'TRUNCATE' THEN
+        PERFORM pg_notify('sitemapd_pages', '*');
+        RETURN NULL;
+    END IF;
+    FOR site_name IN SELECT DISTINCT site FROM changed_rows ORDER BY site LOOP
+        IF octet_length(names) + 1 + octet_length(site_name) > 7900 THEN
+            sent := sent + 1;
+            IF sent = 8 THEN
+                PERFORM pg_notify('sitemapd_pages', '*');
+                RETURN NULL;
+            END IF;
+            PERFORM pg_notify('sitemapd_pages', names);
+            names := '';
+        END IF;
+        names := CASE WHEN names = '' THEN site_name ELSE names || ' ' || site_name END;
+    END LOOP;
+    IF names <> '' THEN
+        PERFORM pg_notify('sitemapd_pages', names);
+    END IF;
     RETURN NULL;
 END $$;
 
 
 --
--- Name: FUNCTION sitemap_pages_notify(); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION sitemap_pages_announce(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_pages_notify() IS 'Statement trigger on sitemap_pages and sitemap_news_files: notifies sitemapd_pages, so servers drop the summaries they keep in memory. PostgreSQL delivers at commit and folds duplicates within a transaction, so a bulk write costs one notification.';
+COMMENT ON FUNCTION public.sitemap_pages_announce() IS 'Statement triggers on sitemap_pages and sitemap_news_files: notify sitemapd_pages with the names of the sites whose pages the statement changed (space-separated, at most 7,900 bytes a notification; ''*'' for every site past eight notifications, and on TRUNCATE), so servers drop those sites'' summaries alone. PostgreSQL delivers at commit and folds duplicates within a transaction.';
 
 
 --
@@ -2938,6 +2960,13 @@ CREATE INDEX sitemap_clusters_problem_idx ON public.sitemap_clusters USING btree
 
 
 --
+-- Name: sitemap_pages_lastmod; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_pages_lastmod ON public.sitemap_pages USING btree (lastmod);
+
+
+--
 -- Name: sitemap_placement_runs_ids_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3022,17 +3051,59 @@ CREATE INDEX sitemap_urls_news_idx ON public.sitemap_urls USING btree (site, pub
 
 
 --
--- Name: sitemap_news_files sitemap_news_files_notify; Type: TRIGGER; Schema: public; Owner: -
+-- Name: sitemap_news_files sitemap_news_files_deleted; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER sitemap_news_files_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.sitemap_news_files FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_notify();
+CREATE TRIGGER sitemap_news_files_deleted AFTER DELETE ON public.sitemap_news_files REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
 
 
 --
--- Name: sitemap_pages sitemap_pages_notify; Type: TRIGGER; Schema: public; Owner: -
+-- Name: sitemap_news_files sitemap_news_files_inserted; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER sitemap_pages_notify AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.sitemap_pages FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_notify();
+CREATE TRIGGER sitemap_news_files_inserted AFTER INSERT ON public.sitemap_news_files REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
+
+
+--
+-- Name: sitemap_news_files sitemap_news_files_truncated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_news_files_truncated AFTER TRUNCATE ON public.sitemap_news_files FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
+
+
+--
+-- Name: sitemap_news_files sitemap_news_files_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_news_files_updated AFTER UPDATE ON public.sitemap_news_files REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
+
+
+--
+-- Name: sitemap_pages sitemap_pages_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_pages_deleted AFTER DELETE ON public.sitemap_pages REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
+
+
+--
+-- Name: sitemap_pages sitemap_pages_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_pages_inserted AFTER INSERT ON public.sitemap_pages REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
+
+
+--
+-- Name: sitemap_pages sitemap_pages_truncated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_pages_truncated AFTER TRUNCATE ON public.sitemap_pages FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
+
+
+--
+-- Name: sitemap_pages sitemap_pages_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_pages_updated AFTER UPDATE ON public.sitemap_pages REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_pages_announce();
 
 
 --

@@ -1,6 +1,6 @@
 //! The composition root: builds the service from its configuration, then
 //! runs it: the listeners, and the background tasks beside them (the fold
-//! loop, the summaries' listener, the skip reporter, the warm-up and the
+//! loop, the change listener, the skip reporter, the warm-up and the
 //! announcers), which start with [`App::serve`] and stop with it.
 
 use std::future::Future;
@@ -39,8 +39,6 @@ const ANNOUNCER_CONNECTIONS: u32 = 2;
 #[derive(Debug)]
 pub struct App {
     state: HttpState,
-    /// The sites the warm-up keeps built: the configuration file's.
-    warm_sites: Vec<Site>,
     folder: Folder,
     /// How often rows left out of the sitemaps are looked for and logged.
     skip_report_interval: Duration,
@@ -76,7 +74,7 @@ pub async fn apply_config(store: &Store, config: &Config) -> Result<(), store::E
 pub fn indexes(store: Store, config: &Config) -> Indexes {
     Indexes::new(
         store,
-        Arc::new(Summaries::new(Duration::ZERO)),
+        Arc::new(Summaries::new(Duration::ZERO, 0, false)),
         &config.settings,
     )
 }
@@ -154,7 +152,6 @@ impl App {
         let announcers = announcers_with(&store, config, &pages.indexes, &metrics);
         let folder = Folder {
             store: store.clone(),
-            summaries: pages.summaries.clone(),
             interval: Duration::from_millis(settings.fold_interval_ms),
             retention: Retention {
                 max_age: settings.change_log_retention,
@@ -181,7 +178,6 @@ impl App {
         });
         Ok(App {
             state,
-            warm_sites: config.sites.clone(),
             folder,
             skip_report_interval: Duration::from_millis(settings.skip_report_interval_ms),
             warm_up_interval: (settings.warm_up_interval_ms > 0)
@@ -286,7 +282,6 @@ impl App {
             state.clone(),
             self.announcers.clone(),
             self.warm_up_interval,
-            self.warm_sites.clone(),
         )));
         start(Box::pin(skips::report_periodically(
             state.store.clone(),
@@ -313,7 +308,6 @@ async fn catch_up_then_announce(
     state: HttpState,
     announcers: Announcers,
     warm_up_interval: Option<Duration>,
-    warm_sites: Vec<Site>,
 ) {
     place_the_backlog(&state.store, &state.pages.summaries).await;
     if let Some(pusher) = &announcers.indexnow {
@@ -337,7 +331,7 @@ async fn catch_up_then_announce(
         },
         async {
             if let Some(interval) = warm_up_interval {
-                warmup::run(state.pages.clone(), warm_sites, interval).await;
+                warmup::run(state.pages.clone(), interval).await;
             }
         },
     );
@@ -376,9 +370,11 @@ async fn place_the_backlog(store: &Store, summaries: &Summaries) {
 fn pages(store: &Store, config: &Config, metrics: &Arc<Metrics>) -> Pages {
     let settings = &config.settings;
     let fingerprint = fingerprint(settings);
-    let summaries = Arc::new(Summaries::new(Duration::from_millis(
-        settings.summary_max_age_ms,
-    )));
+    let summaries = Arc::new(Summaries::new(
+        Duration::from_millis(settings.summary_max_age_ms),
+        settings.summary_cache_bytes,
+        settings.database_read_url.is_some(),
+    ));
     Pages {
         renderer: Renderer {
             store: store.clone(),

@@ -1,11 +1,15 @@
-//! Following what the schema announces, on a connection of its own outside
-//! the pool requests draw from: folds' page changes (channel
-//! `sitemapd_pages`) drop the page summaries, and site and token changes
-//! (`sitemapd_sites`) drop what the site directory holds of them, and a
-//! removed site's built pages.
+//! Following what the schema announces, on connections of their own
+//! outside the pool requests draw from: folds' page changes (channel
+//! `sitemapd_pages`, naming the sites they changed) drop those sites'
+//! summaries, and site and token changes (`sitemapd_sites`) drop what the
+//! site directory holds of them, and a removed site's built pages.
 //!
 //! Anything may change while no one listens: a lost connection drops
-//! everything, on reconnecting and until then.
+//! everything, on reconnecting and until then. So that a listener that
+//! hears nothing can tell a quiet database from a lost connection, every
+//! replica sends a heartbeat on `sitemapd_pages` a few times per
+//! `summary_max_age_ms`; the summaries are trusted only while something is
+//! heard.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +18,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 
 use crate::pages::Pages;
-use crate::pages::summaries;
+use crate::pages::summaries::{self, HEARTBEAT};
 use crate::site::{Directory, directory};
 use crate::store::Store;
 
@@ -25,18 +29,41 @@ pub(crate) struct Followers {
     pub(crate) directory: Arc<Directory>,
 }
 
-/// Follows the announcements until aborted, reconnecting after a lost
-/// connection.
+/// Follows the announcements, and sends the heartbeat, until aborted,
+/// reconnecting after a lost connection.
 pub(crate) async fn follow(store: Store, followers: Followers) {
+    // One connection to listen on, one to send the heartbeat on.
     let own = PgPoolOptions::new()
-        .max_connections(1)
+        .max_connections(2)
         .connect_lazy_with(store.pool().connect_options().as_ref().clone());
-    loop {
-        if let Err(error) = listen(&own, &followers).await {
-            tracing::warn!(%error, "change listener lost");
+    let listening = async {
+        loop {
+            if let Err(error) = listen(&own, &followers).await {
+                tracing::warn!(%error, "change listener lost");
+            }
+            forget_everything(&followers).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        forget_everything(&followers).await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    tokio::join!(listening, heartbeat(&own, &followers));
+}
+
+async fn heartbeat(own: &PgPool, followers: &Followers) {
+    let summaries = &followers.pages.summaries;
+    if summaries.is_disabled() {
+        return;
+    }
+    let mut ticker = tokio::time::interval(summaries.heartbeat_interval());
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let sent = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(summaries::CHANNEL)
+            .bind(HEARTBEAT)
+            .execute(own);
+        if let Ok(Err(error)) = tokio::time::timeout(summaries.heartbeat_interval(), sent).await {
+            tracing::debug!(%error, "could not send the change listener's heartbeat");
+        }
     }
 }
 
@@ -60,20 +87,21 @@ async fn listen(own: &PgPool, followers: &Followers) -> Result<(), sqlx::Error> 
             continue;
         };
         if notice.channel() == directory::CHANNEL {
+            followers.pages.summaries.heard();
             let changed = followers.directory.forget(notice.payload()).await;
             for site in changed {
                 site_changed(followers, &site).await;
             }
         } else {
-            followers.pages.summaries.invalidate();
+            followers.pages.summaries.follow(notice.payload()).await;
         }
     }
 }
 
 /// A site created, changed or removed: its summaries go, and so do its
 /// built pages once it is gone.
-pub(crate) async fn site_changed(followers: &Followers, site: &str) {
-    followers.pages.summaries.invalidate();
+async fn site_changed(followers: &Followers, site: &str) {
+    followers.pages.summaries.invalidate_site(site).await;
     if let Ok(None) = followers.directory.named(site).await {
         followers.pages.cache.forget_site(site);
     }

@@ -96,6 +96,8 @@ pub struct Settings {
     /// How long the page summaries are trusted without a change
     /// notification (0: read them on every request).
     pub summary_max_age_ms: u64,
+    /// Bytes of page summaries kept in memory.
+    pub(crate) summary_cache_bytes: u64,
     /// How often changed pages are rebuilt in the background (0: never).
     pub warm_up_interval_ms: u64,
     /// How often committed changes are folded into pages.

@@ -39,6 +39,7 @@ mod changes;
 pub mod clock;
 pub mod config;
 pub mod demo;
+mod epochs;
 mod fold;
 pub mod http;
 pub mod ingest;

@@ -14,10 +14,8 @@
 //! retention and vacuums the feed when pruning has left enough dead entries,
 //! so their space is written again even where autovacuum is off.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::pages::summaries::Summaries;
 use crate::store::{Retention, Store, Turn};
 
 /// How often the feed is pruned, at most.
@@ -30,7 +28,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub(crate) struct Folder {
     pub(crate) store: Store,
-    pub(crate) summaries: Arc<Summaries>,
     pub(crate) interval: Duration,
     pub(crate) retention: Retention,
 }
@@ -51,7 +48,6 @@ impl Folder {
                     backoff = self.interval;
                     if folded > 0 {
                         tracing::debug!(rows = folded, "folded changes into pages");
-                        self.summaries.invalidate();
                     }
                 }
                 Ok(None) => {}

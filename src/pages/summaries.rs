@@ -1,27 +1,50 @@
-//! The page summaries, held in memory for a moment, so that cached pages
-//! and `304`s are answered without a database round trip.
+//! The page summaries, held in memory, so that cached pages and `304`s are
+//! answered without a database round trip.
 //!
 //! A site's summaries (a few hundred rows even at 10M URLs) are read whole
-//! and kept until a write changes them: the schema notifies on every
-//! statement that touches `sitemap_pages` (channel `sitemapd_pages`), and a
-//! listener drops the snapshots when told. `summary_max_age_ms` bounds how
-//! long a snapshot is trusted regardless: that covers a read replica that
-//! has not yet replayed the change the primary announced, and a listener
-//! that lost its connection (which also drops everything on reconnecting).
-//! Writes through this process's own API drop them at once.
+//! the first time a request needs them, and kept, within
+//! `summary_cache_bytes` (least recently used sites go first), until a
+//! change names the site: the schema notifies on every statement that
+//! touches `sitemap_pages` or `sitemap_news_files` (channel
+//! `sitemapd_pages`) with the names of the sites it changed, and the change
+//! listener drops those sites alone. A read that began before a drop is
+//! never kept after it. Writes through this process's own API drop their
+//! sites at once.
+//!
+//! `summary_max_age_ms` bounds how late a change can show:
+//! - without a read replica, summaries are trusted only while the listener
+//!   has heard anything (a change or the heartbeat each replica sends a few
+//!   times per max age) within that long; a listener that stops hearing,
+//!   say behind a partition that drops packets, has the summaries read on
+//!   every request until it hears again, and one that reconnects drops
+//!   everything;
+//! - with a read replica (`database_read_url`), which may not have replayed
+//!   a change the primary announced, each snapshot is also kept that long
+//!   at most.
+//!
+//! A change made with the schema's triggers off (a restore with
+//! `--disable-triggers`) announces nothing: `NOTIFY sitemapd_pages, '*'`
+//! after it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use moka::future::Cache;
 
 use time::OffsetDateTime;
 
+use crate::epochs::{Epochs, Read};
 use crate::store::{self, IndexEntry, Store};
 
 /// The channel the schema notifies on.
 pub(crate) const CHANNEL: &str = "sitemapd_pages";
+
+/// A notice on [`CHANNEL`] that names no site: the listener's heartbeat.
+pub(crate) const HEARTBEAT: &str = "~";
+
+/// A notice that every site changed (also the empty one).
+pub(crate) const EVERY_SITE: &str = "*";
 
 /// What the summaries say of one page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,23 +60,42 @@ pub(crate) type Snapshot = Arc<Vec<IndexEntry>>;
 #[derive(Debug)]
 pub struct Summaries {
     max_age: Duration,
-    /// Moves on every invalidation and is part of every key, so a read
-    /// that began before an invalidation is never found after it.
-    generation: AtomicU64,
-    /// Requests arriving together for an expired snapshot share one read.
-    snapshots: Cache<(String, u64), Snapshot>,
+    /// Each site's snapshot; requests arriving together share one read.
+    snapshots: Cache<String, Read<Snapshot>>,
+    epochs: Epochs,
+    /// When the listener last heard anything, in milliseconds since
+    /// `started`; 0: never.
+    heard_at: AtomicU64,
+    started: Instant,
 }
 
+/// What a snapshot weighs besides its entries, about.
+const SNAPSHOT_BYTES: usize = 96;
+
 impl Summaries {
-    /// Snapshots trusted for `max_age` at most; zero reads every time.
-    pub fn new(max_age: Duration) -> Summaries {
+    /// Snapshots kept within `cache_bytes`, trusted while the listener is
+    /// heard within `max_age` (and, with `replica_lag`, no longer than
+    /// that each); a zero `max_age` reads them every time.
+    pub fn new(max_age: Duration, cache_bytes: u64, replica_lag: bool) -> Summaries {
+        let mut snapshots = Cache::builder().max_capacity(cache_bytes).weigher(
+            |site: &String, read: &Read<Snapshot>| {
+                let entries: usize = read
+                    .value
+                    .iter()
+                    .map(|entry| std::mem::size_of::<IndexEntry>() + entry.section.len())
+                    .sum();
+                u32::try_from(SNAPSHOT_BYTES + site.len() + entries).unwrap_or(u32::MAX)
+            },
+        );
+        if replica_lag {
+            snapshots = snapshots.time_to_live(max_age.max(Duration::from_millis(1)));
+        }
         Summaries {
             max_age,
-            generation: AtomicU64::new(0),
-            snapshots: Cache::builder()
-                .time_to_live(max_age.max(Duration::from_millis(1)))
-                .max_capacity(10_000)
-                .build(),
+            snapshots: snapshots.build(),
+            epochs: Epochs::new(),
+            heard_at: AtomicU64::new(0),
+            started: Instant::now(),
         }
     }
 
@@ -62,18 +104,39 @@ impl Summaries {
         self.max_age.is_zero()
     }
 
+    /// How often the listener should hear at least a heartbeat.
+    pub(crate) fn heartbeat_interval(&self) -> Duration {
+        (self.max_age / 4).max(Duration::from_millis(10))
+    }
+
+    /// The listener heard something: the snapshots are current.
+    pub(crate) fn heard(&self) {
+        let now = self.started.elapsed().as_millis().max(1);
+        self.heard_at
+            .store(u64::try_from(now).unwrap_or(u64::MAX), Ordering::Release);
+    }
+
+    /// Whether the listener was heard within the max age.
+    fn trusted(&self) -> bool {
+        let heard_at = self.heard_at.load(Ordering::Acquire);
+        heard_at > 0
+            && (self.started.elapsed().as_millis() as u64).saturating_sub(heard_at)
+                <= self.max_age.as_millis() as u64
+    }
+
     /// Every page of `site`, emptied ones included, in index order.
     pub(crate) async fn of(
         &self,
         store: &Store,
         site: &str,
     ) -> Result<Snapshot, Arc<store::Error>> {
-        if self.is_disabled() {
+        if self.is_disabled() || !self.trusted() {
             return Ok(Arc::new(store.index(site).await?));
         }
-        let key = (site.to_owned(), self.generation.load(Ordering::Acquire));
-        self.snapshots
-            .try_get_with(key, async { Ok(Arc::new(store.index(site).await?)) })
+        self.epochs
+            .fresh(&self.snapshots, site.to_owned(), &site, || async {
+                Ok(Arc::new(store.index(site).await?))
+            })
             .await
     }
 
@@ -95,8 +158,50 @@ impl Summaries {
         }))
     }
 
+    /// Forgets the snapshot of `site`: its next request reads it anew.
+    pub(crate) async fn invalidate_site(&self, site: &str) {
+        self.epochs.mark(&site);
+        self.snapshots.invalidate(site).await;
+    }
+
+    /// Forgets the snapshots of what a notice on [`CHANNEL`] names.
+    pub(crate) async fn follow(&self, notice: &str) {
+        self.heard();
+        match notice {
+            HEARTBEAT => {}
+            "" | EVERY_SITE => self.invalidate(),
+            names => {
+                for site in names.split(' ') {
+                    self.invalidate_site(site).await;
+                }
+            }
+        }
+    }
+
     /// Forgets every snapshot: the next request reads the summaries anew.
     pub fn invalidate(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.epochs.mark_all();
+        self.snapshots.invalidate_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_are_trusted_only_while_the_listener_is_heard() {
+        let summaries = Summaries::new(Duration::from_millis(50), 1 << 20, false);
+        assert!(!summaries.trusted(), "nothing heard yet");
+        summaries.heard();
+        assert!(summaries.trusted());
+        std::thread::sleep(Duration::from_millis(120));
+        assert!(
+            !summaries.trusted(),
+            "heard nothing for longer than the max age"
+        );
+        summaries.heard();
+        assert!(summaries.trusted());
+        assert!(summaries.heartbeat_interval() < Duration::from_millis(50));
     }
 }

@@ -17,13 +17,13 @@
 //! comes from its stored base URL, so a hostile `Host` can at worst select
 //! another site or a 404.
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use moka::future::Cache;
 
 use super::Site;
+use crate::epochs::{Epochs, Read};
 use crate::sitemap::name::is_section_slug;
 use crate::store::{self, Store};
 
@@ -140,60 +140,6 @@ impl HostSites {
     }
 }
 
-/// Marks reads that a change overtook. Every drop moves a clock and stamps
-/// its key's bucket with it; a value read from before the stamp is stale.
-/// Buckets are shared by hashing, so a drop may also make a few unrelated
-/// keys read again, never keep a stale one.
-#[derive(Debug)]
-struct Epochs {
-    clock: AtomicU64,
-    buckets: Box<[AtomicU64]>,
-    hasher: std::hash::RandomState,
-}
-
-const EPOCH_BUCKETS: usize = 4096;
-
-impl Epochs {
-    fn new() -> Epochs {
-        Epochs {
-            clock: AtomicU64::new(0),
-            buckets: (0..EPOCH_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
-            hasher: std::hash::RandomState::new(),
-        }
-    }
-
-    fn now(&self) -> u64 {
-        self.clock.load(Ordering::Acquire)
-    }
-
-    fn bucket(&self, key: &impl Hash) -> &AtomicU64 {
-        &self.buckets[self.hasher.hash_one(key) as usize % EPOCH_BUCKETS]
-    }
-
-    fn stale(&self, key: &impl Hash, began: u64) -> bool {
-        self.bucket(key).load(Ordering::Acquire) > began
-    }
-
-    fn mark(&self, key: &impl Hash) {
-        let now = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
-        self.bucket(key).fetch_max(now, Ordering::AcqRel);
-    }
-
-    fn mark_all(&self) {
-        let now = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
-        for bucket in &self.buckets {
-            bucket.fetch_max(now, Ordering::AcqRel);
-        }
-    }
-}
-
-/// A value with the epoch its read began in.
-#[derive(Debug, Clone)]
-struct Read<V> {
-    began: u64,
-    value: V,
-}
-
 /// What a key is, among every cache here, for [`Epochs`].
 #[derive(Hash)]
 enum Scope<'a> {
@@ -215,10 +161,6 @@ pub struct Directory {
     sole: Cache<(), Read<Option<Arc<Site>>>>,
     epochs: Epochs,
 }
-
-/// Tries at reading a value that changes keep overtaking, before it is
-/// read once more and used without being kept.
-const READ_TRIES: usize = 3;
 
 /// What a token's cached entry weighs, about.
 const TOKEN_ENTRY_BYTES: u32 = 160;
@@ -262,39 +204,6 @@ impl Directory {
         self.proxy_strips_prefix
     }
 
-    /// `key`'s value from `cache`, read by `read` when missing, or when a
-    /// change overtook the read that put it there.
-    async fn fresh<K, V, F, Fut>(
-        &self,
-        cache: &Cache<K, Read<V>>,
-        key: K,
-        scope: Scope<'_>,
-        read: F,
-    ) -> Result<V, Arc<store::Error>>
-    where
-        K: Hash + Eq + Clone + Send + Sync + 'static,
-        V: Clone + Send + Sync + 'static,
-        F: Fn() -> Fut,
-        Fut: Future<Output = Result<V, store::Error>>,
-    {
-        for _ in 0..READ_TRIES {
-            let began = self.epochs.now();
-            let found = cache
-                .try_get_with(key.clone(), async {
-                    Ok(Read {
-                        began,
-                        value: read().await?,
-                    })
-                })
-                .await?;
-            if !self.epochs.stale(&scope, found.began) {
-                return Ok(found.value);
-            }
-            cache.invalidate(&key).await;
-        }
-        Ok(read().await?)
-    }
-
     /// The sites a request with this `Host` may reach: those on that host,
     /// or the only site when the host matches none and `strict_host` is off.
     pub(crate) async fn on_host(
@@ -303,7 +212,8 @@ impl Directory {
     ) -> Result<Arc<HostSites>, Arc<store::Error>> {
         if let Some(host) = host {
             let found = self
-                .fresh(&self.hosts, host.to_owned(), Scope::Host(host), || async {
+                .epochs
+                .fresh(&self.hosts, host.to_owned(), &Scope::Host(host), || async {
                     let sites = self.store.sites_on_host(host).await?;
                     Ok(Arc::new(HostSites::new(
                         sites.into_iter().map(Arc::new).collect(),
@@ -319,7 +229,8 @@ impl Directory {
             return Ok(Arc::default());
         }
         let sole = self
-            .fresh(&self.sole, (), Scope::Sole, || async {
+            .epochs
+            .fresh(&self.sole, (), &Scope::Sole, || async {
                 Ok(self.store.sole_site().await?.map(Arc::new))
             })
             .await?;
@@ -339,10 +250,11 @@ impl Directory {
         if !is_section_slug(name) {
             return Ok(None);
         }
-        self.fresh(&self.names, name.to_owned(), Scope::Name(name), || async {
-            Ok(self.store.site(name).await?.map(|s| Arc::new(s.site)))
-        })
-        .await
+        self.epochs
+            .fresh(&self.names, name.to_owned(), &Scope::Name(name), || async {
+                Ok(self.store.site(name).await?.map(|s| Arc::new(s.site)))
+            })
+            .await
     }
 
     /// The site whose token has this digest, if any.
@@ -350,13 +262,14 @@ impl Directory {
         &self,
         digest: &str,
     ) -> Result<Option<Arc<str>>, Arc<store::Error>> {
-        self.fresh(
-            &self.tokens,
-            digest.to_owned(),
-            Scope::Token(digest),
-            || async { Ok(self.store.token_site(digest).await?.map(Arc::from)) },
-        )
-        .await
+        self.epochs
+            .fresh(
+                &self.tokens,
+                digest.to_owned(),
+                &Scope::Token(digest),
+                || async { Ok(self.store.token_site(digest).await?.map(Arc::from)) },
+            )
+            .await
     }
 
     /// Drops what a change notice (`site NAME HOST [OLD_HOST [OLD_NAME]]`
@@ -462,18 +375,5 @@ mod tests {
             routed(&sites, "/sitemap_index.xml"),
             Some(("shop".into(), "sitemap_index.xml".into()))
         );
-    }
-
-    #[test]
-    fn a_drop_makes_reads_begun_before_it_stale() {
-        let epochs = Epochs::new();
-        let began = epochs.now();
-        assert!(!epochs.stale(&Scope::Host("a.example"), began));
-        epochs.mark(&Scope::Host("a.example"));
-        assert!(epochs.stale(&Scope::Host("a.example"), began));
-        assert!(!epochs.stale(&Scope::Host("a.example"), epochs.now()));
-        let began = epochs.now();
-        epochs.mark_all();
-        assert!(epochs.stale(&Scope::Token("anything"), began));
     }
 }

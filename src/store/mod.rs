@@ -157,6 +157,15 @@ pub(crate) struct IndexEntry {
     pub(crate) listed: bool,
 }
 
+/// A page that changed, as the warm-up rebuilds it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct ChangedPage {
+    pub(crate) site: String,
+    pub(crate) section: String,
+    pub(crate) page: i32,
+    pub(crate) lastmod: OffsetDateTime,
+}
+
 /// One row of a page, as the writer needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct UrlRow {
@@ -404,6 +413,45 @@ impl Store {
                  ORDER BY e.section = $2, e.section, e.page",
             )
             .bind(site)
+            .bind(NEWS_SECTION)
+            .fetch_all(&self.read),
+        )
+        .await
+    }
+
+    /// When the newest change to any page was.
+    pub(crate) async fn newest_page_change(&self) -> Result<Option<OffsetDateTime>, Error> {
+        self.in_time(
+            sqlx::query_scalar(
+                "SELECT greatest((SELECT max(lastmod) FROM sitemap_pages),
+                                 (SELECT max(lastmod) FROM sitemap_news_files))",
+            )
+            .fetch_one(&self.read),
+        )
+        .await
+    }
+
+    /// Up to `limit` pages that an index lists, of sites that exist,
+    /// changed after `after`, newest first.
+    pub(crate) async fn pages_changed_after(
+        &self,
+        after: OffsetDateTime,
+        limit: i64,
+    ) -> Result<Vec<ChangedPage>, Error> {
+        self.in_time(
+            sqlx::query_as(
+                "SELECT * FROM (
+                     (SELECT site, section, page, lastmod FROM sitemap_pages
+                      WHERE lastmod > $1 AND url_count > 0 ORDER BY lastmod DESC LIMIT $2)
+                     UNION ALL
+                     (SELECT site, $3, file, lastmod FROM sitemap_news_files
+                      WHERE lastmod > $1 AND listed ORDER BY lastmod DESC LIMIT $2)
+                 ) c
+                 WHERE EXISTS (SELECT 1 FROM sitemap_sites s WHERE s.site = c.site)
+                 ORDER BY lastmod DESC LIMIT $2",
+            )
+            .bind(after)
+            .bind(limit)
             .bind(NEWS_SECTION)
             .fetch_all(&self.read),
         )

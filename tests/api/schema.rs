@@ -388,3 +388,65 @@ async fn the_schema_the_validator_and_the_writer_measure_a_loc_as_served(pool: P
     assert_eq!(page.urls.len(), 1);
     assert_eq!(page.urls[0].loc.chars().count(), 2048);
 }
+
+#[sqlx::test]
+async fn page_changes_name_their_sites_in_a_bounded_payload(pool: PgPool) {
+    let mut listener = sqlx::postgres::PgListener::connect_with(&pool)
+        .await
+        .expect("listener");
+    listener.listen("sitemapd_pages").await.expect("LISTEN");
+    let insert = |sites: i64| {
+        format!(
+            "INSERT INTO sitemap_pages (site, section, page, url_count, bytes, lastmod)
+             SELECT 's' || n, '', 1, 0, 0, now() FROM generate_series(1, {sites}) n"
+        )
+    };
+    sqlx::query(sqlx::AssertSqlSafe(insert(3)))
+        .execute(&pool)
+        .await
+        .expect("three sites' pages");
+    assert_eq!(notices(&mut listener, 1).await, ["s1 s2 s3"]);
+    sqlx::query("UPDATE sitemap_pages SET url_count = 1 WHERE site = 's2'")
+        .execute(&pool)
+        .await
+        .expect("one site's page");
+    assert_eq!(notices(&mut listener, 1).await, ["s2"]);
+
+    // 20,000 sites in one statement: a bounded number of notifications,
+    // each within PostgreSQL's 8,000 bytes, the last saying "every site".
+    sqlx::query("DELETE FROM sitemap_pages")
+        .execute(&pool)
+        .await
+        .expect("delete");
+    assert_eq!(notices(&mut listener, 1).await, ["s1 s2 s3"]);
+    sqlx::query(sqlx::AssertSqlSafe(insert(20_000)))
+        .execute(&pool)
+        .await
+        .expect("20,000 sites' pages");
+    let payloads = notices(&mut listener, 8).await;
+    assert!(payloads.iter().all(|p| p.len() <= 7_900));
+    assert_eq!(payloads.last().map(String::as_str), Some("*"));
+    assert!(payloads[..7].iter().all(|p| p.starts_with('s')));
+    sqlx::query("SELECT pg_notify('sitemapd_pages', 'after')")
+        .execute(&pool)
+        .await
+        .expect("a marker");
+    assert_eq!(
+        notices(&mut listener, 1).await,
+        ["after"],
+        "no more than eight"
+    );
+}
+
+/// The next `count` notices' payloads.
+async fn notices(listener: &mut sqlx::postgres::PgListener, count: usize) -> Vec<String> {
+    let mut payloads = Vec::new();
+    while payloads.len() < count {
+        let notice = tokio::time::timeout(std::time::Duration::from_secs(5), listener.recv())
+            .await
+            .expect("a notice in time")
+            .expect("a notice");
+        payloads.push(notice.payload().to_owned());
+    }
+    payloads
+}

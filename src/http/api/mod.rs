@@ -234,19 +234,24 @@ async fn put_urls(
     );
     let records = read_records::<RawRecord>(&state, &caller, &headers, body, &shape).await?;
     let counts = write_records(&state.store, &records).await?;
-    show_at_once(&state).await;
+    show_at_once(&state, &records).await;
     Ok(Json(WriteSummary::new(records.len(), counts)))
 }
 
 /// Folds a committed write before answering, and drops this process's
-/// summaries before any notification: the next request sees the write. A
-/// fold that fails leaves the write to the next round (it is committed, so
-/// the request still succeeds).
-async fn show_at_once(state: &HttpState) {
+/// summaries of the sites of `records` before any notification: the next
+/// request sees the write. A fold that fails leaves the write to the next
+/// round (it is committed, so the request still succeeds).
+async fn show_at_once(state: &HttpState, records: &[Record]) {
     if let Err(error) = state.store.fold(Turn::Wait).await {
         tracing::warn!(%error, "could not fold a write at once; the next round will");
     }
-    state.pages.summaries.invalidate();
+    let mut sites: Vec<&str> = records.iter().map(|r| r.site.as_str()).collect();
+    sites.sort_unstable();
+    sites.dedup();
+    for site in sites {
+        state.pages.summaries.invalidate_site(site).await;
+    }
 }
 
 /// Delete a batch of records by loc.
@@ -277,7 +282,7 @@ async fn delete_urls(
         .map(|r| (r.site.clone(), r.loc.clone()))
         .unzip();
     let deleted = state.store.delete_records(&sites, &locs).await?;
-    show_at_once(&state).await;
+    show_at_once(&state, &records).await;
     let received = records.len() as u64;
     Ok(Json(DeleteSummary {
         received,

@@ -95,7 +95,7 @@ impl From<AdminError> for HttpError {
 /// notification reaches it: the next request sees the write.
 async fn show_at_once(state: &HttpState, name: &str, hosts: &[&str], removed: bool) {
     state.sites.forget_site(name, hosts).await;
-    state.pages.summaries.invalidate();
+    state.pages.summaries.invalidate_site(name).await;
     if removed {
         state.pages.cache.forget_site(name);
     }

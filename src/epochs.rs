@@ -1,0 +1,134 @@
+//! Caches that a change notice empties, without ever keeping a read that
+//! the change overtook: the site directory's and the page summaries'.
+//!
+//! Every drop moves a clock and stamps its key's bucket with it; a value
+//! whose read began before the stamp is read again. Buckets are shared by
+//! hashing, so a drop may also make a few unrelated keys read again, never
+//! keep a stale one.
+
+use std::hash::{BuildHasher, Hash};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use moka::future::Cache;
+
+#[derive(Debug)]
+pub(crate) struct Epochs {
+    clock: AtomicU64,
+    buckets: Box<[AtomicU64]>,
+    hasher: std::hash::RandomState,
+}
+
+const EPOCH_BUCKETS: usize = 4096;
+
+/// Tries at reading a value that changes keep overtaking, before it is
+/// read once more and used without being kept.
+const READ_TRIES: usize = 3;
+
+/// A value with the epoch its read began in.
+#[derive(Debug, Clone)]
+pub(crate) struct Read<V> {
+    began: u64,
+    pub(crate) value: V,
+}
+
+impl Epochs {
+    pub(crate) fn new() -> Epochs {
+        Epochs {
+            clock: AtomicU64::new(0),
+            buckets: (0..EPOCH_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            hasher: std::hash::RandomState::new(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.load(Ordering::Acquire)
+    }
+
+    fn bucket(&self, key: &impl Hash) -> &AtomicU64 {
+        &self.buckets[self.hasher.hash_one(key) as usize % EPOCH_BUCKETS]
+    }
+
+    fn stale(&self, key: &impl Hash, began: u64) -> bool {
+        self.bucket(key).load(Ordering::Acquire) > began
+    }
+
+    /// Makes every read of `key` begun until now stale.
+    pub(crate) fn mark(&self, key: &impl Hash) {
+        let now = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
+        self.bucket(key).fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// Makes every read begun until now stale.
+    pub(crate) fn mark_all(&self) {
+        let now = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
+        for bucket in &self.buckets {
+            bucket.fetch_max(now, Ordering::AcqRel);
+        }
+    }
+
+    /// `key`'s value from `cache`, read by `read` when missing, or when a
+    /// change (marked on `scope`) overtook the read that put it there.
+    pub(crate) async fn fresh<K, V, E, F, Fut>(
+        &self,
+        cache: &Cache<K, Read<V>>,
+        key: K,
+        scope: &impl Hash,
+        read: F,
+    ) -> Result<V, Arc<E>>
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+        V: Clone + Send + Sync + 'static,
+        E: Send + Sync + 'static,
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<V, E>>,
+    {
+        for _ in 0..READ_TRIES {
+            let began = self.now();
+            let found = cache
+                .try_get_with(key.clone(), async {
+                    Ok(Read {
+                        began,
+                        value: read().await?,
+                    })
+                })
+                .await?;
+            if !self.stale(scope, found.began) {
+                return Ok(found.value);
+            }
+            cache.invalidate(&key).await;
+        }
+        Ok(read().await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drop_makes_reads_begun_before_it_stale() {
+        let epochs = Epochs::new();
+        let began = epochs.now();
+        assert!(!epochs.stale(&"a.example", began));
+        epochs.mark(&"a.example");
+        assert!(epochs.stale(&"a.example", began));
+        assert!(!epochs.stale(&"a.example", epochs.now()));
+        let began = epochs.now();
+        epochs.mark_all();
+        assert!(epochs.stale(&"anything", began));
+    }
+
+    #[tokio::test]
+    async fn a_value_read_before_a_drop_is_read_again() {
+        let epochs = Epochs::new();
+        let cache: Cache<&str, Read<u32>> = Cache::new(10);
+        let reads = AtomicU64::new(0);
+        let read = || async { Ok::<_, ()>(reads.fetch_add(1, Ordering::AcqRel) as u32) };
+        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(0));
+        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(0));
+        epochs.mark(&"k");
+        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(1));
+        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(1));
+    }
+}
