@@ -122,15 +122,7 @@ pub async fn robots_lines(store: &Store, config: &Config) -> Result<Vec<String>,
 /// Every site, by name: what a command that validates records against
 /// them reads.
 pub async fn all_sites(store: &Store) -> Result<Vec<Site>, store::Error> {
-    let mut sites = Vec::new();
-    loop {
-        let after = sites.last().map(|site: &Site| site.name.clone());
-        let page = store.list_sites(after.as_deref(), 1000).await?;
-        if page.is_empty() {
-            return Ok(sites);
-        }
-        sites.extend(page.into_iter().map(|stored| stored.site));
-    }
+    store.all_sites().await
 }
 
 /// A store error shared by the reads that waited for it, as its text.
@@ -149,7 +141,8 @@ impl App {
         apply_config(&store, config).await?;
         let metrics = Arc::new(Metrics::default());
         let pages = Arc::new(pages(&store, config, &metrics));
-        let announcers = announcers_with(&store, config, &pages.indexes, &metrics);
+        let sites = Arc::new(directory(store.clone(), config));
+        let announcers = announcers_with(&store, config, &sites, &pages.indexes, &metrics);
         let folder = Folder {
             store: store.clone(),
             interval: Duration::from_millis(settings.fold_interval_ms),
@@ -161,7 +154,7 @@ impl App {
         let state = HttpState::new(http::Shared {
             store: store.clone(),
             pages,
-            sites: Arc::new(directory(store.clone(), config)),
+            sites,
             primary: config.primary_site().name.clone(),
             site_defaults: settings.site_defaults(),
             cache_max_age: settings.cache_max_age_seconds,
@@ -298,11 +291,10 @@ impl App {
     }
 }
 
-/// Places the backlog, starts the IndexNow cursors, says the service is
-/// ready, then runs what starts only then. A site's IndexNow cursor starts
-/// at the feed's end once the backlog is placed, so changes committed
-/// before it had a key are never pushed, and no index is submitted half
-/// placed. The warm-up's first round takes note of the pages as placed, so
+/// Places the backlog, starts the IndexNow cursors of the sites with a key
+/// that have none (at the feed's end: changes committed before it had a
+/// key are never pushed), says the service is ready, then runs what starts
+/// only then, so no index is submitted half placed. The warm-up's first round takes note of the pages as placed, so
 /// a backlog's pages are built when asked for, not all at once.
 async fn catch_up_then_announce(
     state: HttpState,
@@ -406,49 +398,38 @@ fn pages(store: &Store, config: &Config, metrics: &Arc<Metrics>) -> Pages {
 }
 
 /// The announcers alone, for `sitemapd submit`: the index files read
-/// afresh, metrics nobody scrapes, and the IndexNow cursors started.
-pub async fn announcers(store: &Store, config: &Config) -> Result<Announcers, store::Error> {
-    let announcers = announcers_with(
+/// afresh, and metrics nobody scrapes.
+pub fn announcers(store: &Store, config: &Config) -> Announcers {
+    announcers_with(
         store,
         config,
+        &Arc::new(directory(store.clone(), config)),
         &indexes(store.clone(), config),
         &Arc::new(Metrics::default()),
-    );
-    if let Some(pusher) = &announcers.indexnow {
-        pusher.start_cursors().await?;
-    }
-    Ok(announcers)
+    )
 }
 
-/// The IndexNow pusher (sites with a key; its cursors are started apart)
-/// and the index submitter (when `submit_urls` has templates).
+/// The IndexNow pusher (any site may be given a key while the service
+/// runs, so it always runs) and the index submitter (when `submit_urls`
+/// has templates).
 fn announcers_with(
     store: &Store,
     config: &Config,
+    sites: &Arc<Directory>,
     indexes: &Indexes,
     metrics: &Arc<Metrics>,
 ) -> Announcers {
     let settings = &config.settings;
-    let targets: Vec<_> = config
-        .sites
-        .iter()
-        .filter_map(|site| {
-            announce::indexnow::Target::of(site, &config.sites, settings.proxy_strips_prefix)
-        })
-        .collect();
-    if targets.is_empty() && settings.submit_urls.is_empty() {
-        return Announcers::default();
-    }
     // Each sender holds a connection while it waits for an engine's answer,
     // up to the request timeout: they get their own, not the service's.
     let store = &store.with_own_pool(ANNOUNCER_CONNECTIONS);
     let client = announce::client();
-    let indexnow = (!targets.is_empty()).then(|| announce::indexnow::Pusher {
+    let indexnow = Some(announce::indexnow::Pusher {
         store: store.clone(),
         client: client.clone(),
         endpoint: settings.indexnow_endpoint.clone(),
         batch_delay: Duration::from_millis(settings.indexnow_batch_delay_ms),
-        targets,
+        sites: sites.clone(),
         metrics: metrics.clone(),
     });
     let submitter = (!settings.submit_urls.is_empty()).then(|| announce::submit::Submitter {
@@ -457,24 +438,7 @@ fn announcers_with(
         templates: settings.submit_urls.clone(),
         interval: Duration::from_secs(settings.submit_interval_seconds),
         index_reader: indexes.clone(),
-        indexes: config
-            .sites
-            .iter()
-            .filter(|site| !config.sites.iter().any(|other| other.holds(site)))
-            .map(|site| {
-                let mut held: Vec<Site> = config
-                    .sites
-                    .iter()
-                    .filter(|other| site.holds(other))
-                    .cloned()
-                    .collect();
-                held.sort_by(|a, b| a.base_url.cmp(&b.base_url));
-                announce::submit::SiteIndex {
-                    site: site.clone(),
-                    members: std::iter::once(site.clone()).chain(held).collect(),
-                }
-            })
-            .collect(),
+        sites: sites.clone(),
         metrics: metrics.clone(),
     });
     Announcers {

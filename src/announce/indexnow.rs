@@ -1,7 +1,12 @@
 //! IndexNow: every URL added, changed or removed, POSTed from the change
 //! feed in commit order to the engines that share IndexNow.
 //!
-//! Each site with a key has a cursor in the feed. Its first change waits
+//! Each site with a key has a cursor in the feed, started at the first
+//! change the pusher sees after the site has its key (never before the
+//! service started: what was committed before is not back-filled). The
+//! pusher looks at the feed's new entries each round, one range however
+//! many sites there are, and follows only the sites they name until their
+//! backlog is sent. Its first change waits
 //! `indexnow_batch_delay_ms` for more to join it (10,000 waiting go at
 //! once), then the backlog goes out in POSTs of at most 10,000 URLs, one
 //! host each. 200 and 202 move the cursor on. 429, 5xx and no answer retry
@@ -22,8 +27,10 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 
+use std::collections::BTreeMap;
+
 use crate::metrics::Metrics;
-use crate::site::Site;
+use crate::site::{Directory, Site};
 use crate::store::{self, ChangeBatch, Store};
 
 /// The protocol's limit of URLs in one POST.
@@ -62,7 +69,7 @@ impl Target {
     /// `site`'s push, if it has a key. Its key file is at the host's root
     /// when sitemapd answers there: the site's base URL is the root, or
     /// another configured site's is and the proxy passes paths through.
-    pub(crate) fn of(site: &Site, sites: &[Site], proxy_strips_prefix: bool) -> Option<Target> {
+    pub(crate) fn of(site: &Site, sites: &[&Site], proxy_strips_prefix: bool) -> Option<Target> {
         let key = site.indexnow_key.clone()?;
         let root_answered = site.path_prefix == "/"
             || (!proxy_strips_prefix
@@ -115,7 +122,8 @@ pub(crate) struct Pusher {
     pub(crate) client: reqwest::Client,
     pub(crate) endpoint: String,
     pub(crate) batch_delay: Duration,
-    pub(crate) targets: Vec<Target>,
+    /// Where each site's key is, and its key file.
+    pub(crate) sites: Arc<Directory>,
     pub(crate) metrics: Arc<Metrics>,
 }
 
@@ -162,33 +170,122 @@ pub(crate) enum Sent {
     Deferred,
 }
 
+/// Where the pusher's look at the feed stands.
+#[derive(Debug, Clone, Copy)]
+struct Scan {
+    /// The feed's end when the pusher started: a site's cursor never
+    /// starts before it.
+    floor: i64,
+    /// The last entry looked at.
+    through: i64,
+}
+
 impl Pusher {
-    /// Starts each site's cursor at the feed's end the first time the site
-    /// has a key, so what changed before is never back-filled.
-    pub(crate) async fn start_cursors(&self) -> Result<(), store::Error> {
-        for target in &self.targets {
-            self.store.start_indexnow(&target.site).await?;
-        }
-        Ok(())
+    /// The push of the site `name`, if it exists and has a key.
+    async fn target(&self, name: &str) -> Result<Option<Target>, Arc<store::Error>> {
+        let Some(site) = self.sites.named(name).await? else {
+            return Ok(None);
+        };
+        let beside = self.sites.beside(&site).await?;
+        let sites: Vec<&Site> = beside.all().iter().map(AsRef::as_ref).collect();
+        Ok(Target::of(&site, &sites, self.sites.proxy_strips_prefix()))
     }
 
-    /// Pushes until aborted, from cursors started before.
+    /// Where to start looking: from the least cursor of the sites with a
+    /// key, and never starting one before the feed's end now.
+    async fn begin_scan(&self) -> Result<Scan, store::Error> {
+        let floor = self.store.feed_end().await?;
+        let through = self
+            .store
+            .indexnow_delivered_through()
+            .await?
+            .map_or(floor, |least| least.min(floor));
+        Ok(Scan { floor, through })
+    }
+
+    /// The sites with a key that changed since the last look, each with a
+    /// cursor: one started now begins where the look began (or at the
+    /// pusher's start), so the changes that revealed it are sent.
+    async fn look(&self, scan: &mut Scan) -> Result<Vec<String>, store::Error> {
+        let end = self.store.feed_end().await?;
+        if end <= scan.through {
+            return Ok(Vec::new());
+        }
+        let changed = self.store.keyed_changes(scan.through, end).await?;
+        for change in changed.iter().filter(|change| !change.started) {
+            self.store
+                .start_indexnow(&change.site, scan.through.max(scan.floor))
+                .await?;
+        }
+        scan.through = end;
+        Ok(changed.into_iter().map(|change| change.site).collect())
+    }
+
+    /// Pushes until aborted.
     pub(crate) async fn run(self) {
         let poll = self.batch_delay.clamp(POLL_MIN, POLL_MAX);
-        let mut progress: Vec<Progress> =
-            self.targets.iter().map(|_| Progress::default()).collect();
-        loop {
-            for (target, progress) in self.targets.iter().zip(&mut progress) {
-                if let Err(error) = self.step(target, progress).await {
-                    tracing::warn!(site = %target.site, %error, "IndexNow: could not read the change feed");
+        let mut scan = loop {
+            match self.begin_scan().await {
+                Ok(scan) => break scan,
+                Err(error) => {
+                    tracing::warn!(%error, "IndexNow: could not read the change feed");
+                    tokio::time::sleep(poll).await;
                 }
+            }
+        };
+        let mut following: BTreeMap<String, Progress> = BTreeMap::new();
+        loop {
+            match self.look(&mut scan).await {
+                Ok(changed) => {
+                    for site in changed {
+                        following.entry(site).or_default();
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "IndexNow: could not read the change feed"),
+            }
+            let mut done = Vec::new();
+            for (site, progress) in &mut following {
+                let stepped = match self.target(site).await {
+                    Ok(Some(target)) => self.step(&target, progress).await.map_err(Arc::new),
+                    Ok(None) => Ok(true),
+                    Err(error) => Err(error),
+                };
+                match stepped {
+                    Ok(true) => done.push(site.clone()),
+                    Ok(false) => {}
+                    Err(error) => {
+                        tracing::warn!(site = %site, %error, "IndexNow: could not read the change feed");
+                    }
+                }
+            }
+            for site in done {
+                following.remove(&site);
             }
             tokio::time::sleep(poll).await;
         }
     }
 
-    /// Looks at `target`'s backlog and sends it when its wait is over.
-    async fn step(&self, target: &Target, progress: &mut Progress) -> Result<(), store::Error> {
+    /// Starts the cursor of every site with a key that has none, at the
+    /// feed's end.
+    pub(crate) async fn start_cursors(&self) -> Result<(), store::Error> {
+        self.store.start_indexnow_cursors().await
+    }
+
+    /// Every site with a key, its cursor started: for `sitemapd submit`.
+    pub(crate) async fn keyed(&self) -> Result<Vec<Target>, Arc<store::Error>> {
+        self.start_cursors().await?;
+        let mut targets = Vec::new();
+        for site in self.store.keyed_sites().await? {
+            if let Some(target) = self.target(&site).await? {
+                targets.push(target);
+            }
+        }
+        Ok(targets)
+    }
+
+    /// Looks at `target`'s backlog and sends it when its wait is over;
+    /// whether nothing is left to follow.
+    async fn step(&self, target: &Target, progress: &mut Progress) -> Result<bool, store::Error> {
         let count_all = progress
             .counted_at
             .is_none_or(|at| at.elapsed() >= FULL_COUNT_EVERY);
@@ -210,28 +307,28 @@ impl Pusher {
             .indexnow_backlog(&target.site, exact.then_some(backlog.changes), age);
         if backlog.changes == 0 {
             progress.waiting_since = None;
-            return Ok(());
+            return Ok(progress.retry.is_none());
         }
         if progress
             .retry
             .is_some_and(|retry| Instant::now() < retry.at)
         {
-            return Ok(());
+            return Ok(false);
         }
         let waiting_since = *progress.waiting_since.get_or_insert_with(Instant::now);
         let batch_full =
             usize::try_from(backlog.changes).unwrap_or(usize::MAX) >= MAX_URLS_PER_POST;
         if progress.retry.is_none() && !batch_full && waiting_since.elapsed() < self.batch_delay {
-            return Ok(());
+            return Ok(false);
         }
         loop {
             match self.send_next(target, progress).await? {
                 Sent::Done { full: true, .. } => {}
                 Sent::Done { full: false, .. } | Sent::Nothing => {
                     progress.waiting_since = None;
-                    return Ok(());
+                    return Ok(false);
                 }
-                Sent::Busy | Sent::Deferred => return Ok(()),
+                Sent::Busy | Sent::Deferred => return Ok(false),
             }
         }
     }
@@ -409,7 +506,7 @@ mod tests {
             "https://blog.example.org:8443/news/",
             Some("blogkey0"),
         );
-        let sites = [root.clone(), shop.clone(), blog.clone()];
+        let sites = [&root, &shop, &blog];
 
         let target = Target::of(&root, &sites, false).expect("a key");
         assert_eq!(target.host, "www.example.com");

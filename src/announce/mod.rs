@@ -37,7 +37,7 @@ impl Announcers {
         let mut lines = Vec::new();
         let mut all_taken = true;
         if let Some(pusher) = &self.indexnow {
-            for target in &pusher.targets {
+            for target in &pusher.keyed().await? {
                 if dry_run {
                     lines.extend(pusher.preview(target).await?);
                     continue;
@@ -68,7 +68,7 @@ impl Announcers {
                         .map(|url| format!("GET {url}")),
                 );
             } else {
-                for sent in submitter.round(submit::When::Now).await? {
+                for sent in submitter.submit_all().await? {
                     all_taken &= sent.status == Some(200);
                     let status = sent
                         .status
@@ -77,7 +77,7 @@ impl Announcers {
                 }
             }
         }
-        if self.indexnow.is_none() && self.submitter.is_none() {
+        if lines.is_empty() {
             lines.push(
                 "nothing to send: no site has an indexnow_key, and submit_urls is empty".to_owned(),
             );

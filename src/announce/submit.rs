@@ -6,8 +6,12 @@
 //!
 //! The index's version is its newest page lastmod, which moves on every
 //! real change and never on a no-op, so an idle site is not submitted
-//! again.
+//! again. Each round looks only at the sites whose pages changed since the
+//! last (an index scan of the pages' change times), and those still
+//! waiting for their interval or a retry; the first looks for the sites
+//! changed since their last submission, in one query.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +21,7 @@ use time::OffsetDateTime;
 use crate::config::SITEMAP_PLACEHOLDER;
 use crate::metrics::Metrics;
 use crate::pages::Indexes;
-use crate::site::Site;
+use crate::site::{Directory, Site};
 use crate::store::{self, Store};
 
 /// How often the indexes are looked at, at most and at least.
@@ -26,9 +30,9 @@ const TICK_MAX: Duration = Duration::from_secs(30);
 
 /// A site whose index is announced, and the sites its index lists.
 #[derive(Debug, Clone)]
-pub(crate) struct SiteIndex {
-    pub(crate) site: Site,
-    pub(crate) members: Vec<Site>,
+struct SiteIndex {
+    site: Site,
+    members: Vec<Site>,
 }
 
 #[derive(Debug, Clone)]
@@ -39,7 +43,8 @@ pub(crate) struct Submitter {
     pub(crate) interval: Duration,
     /// What each index lists now.
     pub(crate) index_reader: Indexes,
-    pub(crate) indexes: Vec<SiteIndex>,
+    /// Which sites there are, and which index lists each.
+    pub(crate) sites: Arc<Directory>,
     pub(crate) metrics: Arc<Metrics>,
 }
 
@@ -62,20 +67,100 @@ impl Submitter {
     /// Submits what is due until aborted.
     pub(crate) async fn run(self) {
         let tick = (self.interval / 4).clamp(TICK_MIN, TICK_MAX);
+        let mut waiting: BTreeSet<String> = BTreeSet::new();
+        let mut since: Option<OffsetDateTime> = None;
         loop {
-            if let Err(error) = self.round(When::Due).await {
+            if let Err(error) = self.follow(&mut waiting, &mut since).await {
                 tracing::warn!(%error, "sitemap submission: could not read or record the index's state");
             }
             tokio::time::sleep(tick).await;
         }
     }
 
+    /// One round: the sites changed since the last (all not submitted since
+    /// they changed, the first time) join those `waiting`, each is
+    /// submitted when due, and those with nothing left to send leave.
+    async fn follow(
+        &self,
+        waiting: &mut BTreeSet<String>,
+        since: &mut Option<OffsetDateTime>,
+    ) -> Result<(), Arc<store::Error>> {
+        let newest = self.store.newest_page_change().await?;
+        let changed = match *since {
+            None => {
+                self.store
+                    .sites_changed_since_submitted(&self.templates)
+                    .await?
+            }
+            Some(after) => self.store.sites_changed_after(after).await?,
+        };
+        waiting.extend(changed);
+        *since = newest.max(*since).or(Some(OffsetDateTime::UNIX_EPOCH));
+        let mut settled = Vec::new();
+        for name in waiting.iter() {
+            let mut left = false;
+            for index in self.indexes_listing(name).await? {
+                left |= self.submit(&index, When::Due, &mut Vec::new()).await?;
+            }
+            if !left {
+                settled.push(name.clone());
+            }
+        }
+        for name in settled {
+            waiting.remove(&name);
+        }
+        Ok(())
+    }
+
+    /// The indexes that list the site `name`'s pages: its own, or those of
+    /// the sites that hold it.
+    async fn indexes_listing(&self, name: &str) -> Result<Vec<SiteIndex>, Arc<store::Error>> {
+        let Some(site) = self.sites.named(name).await? else {
+            return Ok(Vec::new());
+        };
+        let beside = self.sites.beside(&site).await?;
+        let announcing: Vec<&Site> = if beside.is_held(&site) {
+            beside
+                .all()
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|holder| holder.holds(&site) && !beside.is_held(holder))
+                .collect()
+        } else {
+            vec![&site]
+        };
+        Ok(announcing
+            .into_iter()
+            .map(|announcing| SiteIndex {
+                site: announcing.clone(),
+                members: beside
+                    .index_members(announcing)
+                    .into_iter()
+                    .cloned()
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// Every announced index, for `sitemapd submit`.
+    async fn every_index(&self) -> Result<Vec<SiteIndex>, Arc<store::Error>> {
+        let mut indexes = Vec::new();
+        for site in self.store.all_sites().await? {
+            let beside = self.sites.beside(&site).await?;
+            if !beside.is_held(&site) {
+                let members = beside.index_members(&site).into_iter().cloned().collect();
+                indexes.push(SiteIndex { site, members });
+            }
+        }
+        Ok(indexes)
+    }
+
     /// The GETs a round would make now, whatever their turn: for
     /// `submit --dry-run`.
     pub(crate) async fn planned(&self) -> Result<Vec<String>, Arc<store::Error>> {
         let mut planned = Vec::new();
-        for index in &self.indexes {
-            let (urls, _) = self.index_state(index).await?;
+        for index in self.every_index().await? {
+            let (urls, _) = self.index_state(&index).await?;
             for template in &self.templates {
                 planned.extend(urls.iter().map(|url| fill(template, url)));
             }
@@ -83,33 +168,54 @@ impl Submitter {
         Ok(planned)
     }
 
-    /// Sends each index to each template when `when` says it is time.
-    pub(crate) async fn round(&self, when: When) -> Result<Vec<Submitted>, Arc<store::Error>> {
+    /// Sends every index to each template, now: `sitemapd submit`.
+    pub(crate) async fn submit_all(&self) -> Result<Vec<Submitted>, Arc<store::Error>> {
         let mut submitted = Vec::new();
-        for index in &self.indexes {
-            let (urls, version) = self.index_state(index).await?;
-            let Some(version) = version else { continue };
-            for template in &self.templates {
-                let claim = self
-                    .store
-                    .claim_submission(&index.site.name, template, self.interval.as_secs_f64())
-                    .await?;
-                let Some(claim) = claim else { continue };
-                let due = claim.interval_passed
-                    && claim.submitted_version.is_none_or(|told| version > told);
-                if when == When::Due && !due {
-                    continue;
-                }
-                let mut all_received = true;
-                for url in &urls {
-                    let sent = self.get(&index.site.name, &fill(template, url)).await;
-                    all_received &= sent.status == Some(StatusCode::OK.as_u16());
-                    submitted.push(sent);
-                }
-                claim.record(all_received.then_some(version)).await?;
-            }
+        for index in self.every_index().await? {
+            self.submit(&index, When::Now, &mut submitted).await?;
         }
         Ok(submitted)
+    }
+
+    /// Sends `index` to each template when `when` says it is time; whether
+    /// something is left to send later (its interval has not passed, or
+    /// it was not received).
+    async fn submit(
+        &self,
+        index: &SiteIndex,
+        when: When,
+        submitted: &mut Vec<Submitted>,
+    ) -> Result<bool, Arc<store::Error>> {
+        let (urls, version) = self.index_state(index).await?;
+        let Some(version) = version else {
+            return Ok(false);
+        };
+        let mut left = false;
+        for template in &self.templates {
+            let claim = self
+                .store
+                .claim_submission(&index.site.name, template, self.interval.as_secs_f64())
+                .await?;
+            let Some(claim) = claim else {
+                // Another replica has the turn; look again next round.
+                left = true;
+                continue;
+            };
+            let changed = claim.submitted_version.is_none_or(|told| version > told);
+            if when == When::Due && !(claim.interval_passed && changed) {
+                left |= changed;
+                continue;
+            }
+            let mut all_received = true;
+            for url in &urls {
+                let sent = self.get(&index.site.name, &fill(template, url)).await;
+                all_received &= sent.status == Some(StatusCode::OK.as_u16());
+                submitted.push(sent);
+            }
+            left |= !all_received;
+            claim.record(all_received.then_some(version)).await?;
+        }
+        Ok(left)
     }
 
     /// The URLs of a site's index files, and its version (`None` while it

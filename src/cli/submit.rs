@@ -13,7 +13,7 @@ pub(super) struct Args {
 
 pub(super) async fn run(config: &Config, args: Args) -> anyhow::Result<ExitCode> {
     let store = super::connect_placed(config).await?;
-    let announcers = sitemapd::app::announcers(&store, config).await?;
+    let announcers = sitemapd::app::announcers(&store, config);
     let (lines, all_taken) = announcers.submit_now(args.dry_run).await?;
     for line in lines {
         println!("{line}");

@@ -42,19 +42,90 @@ pub(crate) struct Claim {
     pub(crate) delivered_through: i64,
 }
 
+/// A site with a key that has feed entries after some position.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub(crate) struct KeyedChange {
+    pub(crate) site: String,
+    /// Whether it has a cursor yet.
+    pub(crate) started: bool,
+}
+
 impl Store {
-    /// Starts `site`'s IndexNow cursor at the feed's current end, unless it
-    /// has one: what changed before a key was first set is never sent.
-    pub(crate) async fn start_indexnow(&self, site: &str) -> Result<(), Error> {
+    /// Starts `site`'s IndexNow cursor at `at`, unless it has one.
+    pub(crate) async fn start_indexnow(&self, site: &str, at: i64) -> Result<(), Error> {
         sqlx::query(
-            "INSERT INTO sitemap_indexnow_cursors (site, delivered_through)
-             SELECT $1, coalesce((SELECT max(seq) FROM sitemap_changes), 0)
+            "INSERT INTO sitemap_indexnow_cursors (site, delivered_through) VALUES ($1, $2)
              ON CONFLICT (site) DO NOTHING",
         )
         .bind(site)
+        .bind(at)
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    /// Starts the cursor of every site with a key that has none at the
+    /// feed's end: what changed before is never sent. One statement.
+    pub(crate) async fn start_indexnow_cursors(&self) -> Result<(), Error> {
+        sqlx::query(
+            "INSERT INTO sitemap_indexnow_cursors (site, delivered_through)
+             SELECT s.site, (SELECT coalesce(max(seq), 0) FROM sitemap_changes)
+             FROM sitemap_sites s WHERE s.indexnow_key IS NOT NULL
+             ON CONFLICT (site) DO NOTHING",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every site with a key, by name.
+    pub(crate) async fn keyed_sites(&self) -> Result<Vec<String>, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT site FROM sitemap_sites WHERE indexnow_key IS NOT NULL ORDER BY site",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The change feed's last entry (0 when empty).
+    pub(crate) async fn feed_end(&self) -> Result<i64, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT coalesce(max(seq), 0) FROM sitemap_changes")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Where the sites with a key and a cursor have delivered through, the
+    /// least of them: where a look for their backlogs begins.
+    pub(crate) async fn indexnow_delivered_through(&self) -> Result<Option<i64>, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT min(k.delivered_through) FROM sitemap_indexnow_cursors k
+             JOIN sitemap_sites s ON s.site = k.site AND s.indexnow_key IS NOT NULL",
+        )
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// The sites with a key that have feed entries after `after` and up to
+    /// `through`: one range of the feed, however many sites there are.
+    pub(crate) async fn keyed_changes(
+        &self,
+        after: i64,
+        through: i64,
+    ) -> Result<Vec<KeyedChange>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT c.site, bool_or(k.site IS NOT NULL) AS started
+             FROM sitemap_changes c
+             JOIN sitemap_sites s ON s.site = c.site AND s.indexnow_key IS NOT NULL
+             LEFT JOIN sitemap_indexnow_cursors k ON k.site = c.site
+             WHERE c.seq > $1 AND c.seq <= $2
+             GROUP BY c.site ORDER BY c.site",
+        )
+        .bind(after)
+        .bind(through)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// What `site` has waiting for IndexNow, counting at most `count_up_to`

@@ -176,6 +176,55 @@ impl Store {
         Ok(rows.into_iter().filter_map(SiteRow::stored).collect())
     }
 
+    /// Every site, by name, read a page at a time.
+    pub(crate) async fn all_sites(&self) -> Result<Vec<Site>, Error> {
+        let mut sites: Vec<Site> = Vec::new();
+        loop {
+            let after = sites.last().map(|site| site.name.clone());
+            let page = self.list_sites(after.as_deref(), 1000).await?;
+            if page.is_empty() {
+                return Ok(sites);
+            }
+            sites.extend(page.into_iter().map(|stored| stored.site));
+        }
+    }
+
+    /// The sites whose pages (or news files) changed after `after`: an
+    /// index scan of the change times, however many sites there are.
+    pub(crate) async fn sites_changed_after(
+        &self,
+        after: OffsetDateTime,
+    ) -> Result<Vec<String>, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT site FROM sitemap_pages WHERE lastmod > $1
+             UNION SELECT site FROM sitemap_news_files WHERE lastmod > $1",
+        )
+        .bind(after)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The sites whose pages changed since their index was last submitted
+    /// to every one of `templates` (or that never were).
+    pub(crate) async fn sites_changed_since_submitted(
+        &self,
+        templates: &[String],
+    ) -> Result<Vec<String>, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT p.site FROM sitemap_pages p
+             GROUP BY p.site
+             HAVING bool_or(p.url_count > 0)
+                AND max(p.lastmod) > (
+                    SELECT CASE WHEN count(*) < cardinality($1::text[]) THEN '-infinity'
+                                ELSE min(coalesce(s.submitted_version, '-infinity')) END
+                    FROM sitemap_submissions s
+                    WHERE s.site = p.site AND s.template = ANY ($1))",
+        )
+        .bind(templates)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Creates or changes `site`. Refuses a host and path another site
     /// claims (with `host_alone`, the host: the proxy strips paths, so
     /// requests tell sites apart by host only).

@@ -778,3 +778,105 @@ async fn purging_a_large_site_blocks_neither_it_nor_another_sites_writers(pool: 
         "the purged site's rows are gone, those written meanwhile too"
     );
 }
+
+#[sqlx::test]
+async fn a_site_given_a_key_while_serving_pushes_its_changes(pool: PgPool) {
+    let receiver = crate::receiver::Receiver::start().await;
+    let app = spawn_api(pool.clone(), |s| {
+        s.indexnow_endpoint = receiver.url("/indexnow");
+        s.indexnow_batch_delay_ms = 50;
+    })
+    .await;
+    for (name, body) in [
+        (
+            "shop",
+            json!({"base_url": "https://shop.example.com/", "indexnow_key": "shop-key-0123"}),
+        ),
+        ("plain", json!({"base_url": "https://plain.example.com/"})),
+    ] {
+        let (status, _) = operator(
+            &app,
+            Method::PUT,
+            &format!("/api/v1/sites/{name}"),
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, 201);
+    }
+    let key_file = app
+        .get_as("shop.example.com", "/shop-key-0123.txt", &[])
+        .await;
+    assert_eq!(key_file.text().await.expect("key"), "shop-key-0123");
+    for site in ["plain", "shop"] {
+        let (status, _) = operator(
+            &app,
+            Method::PUT,
+            "/api/v1/urls",
+            Some(json!([{"site": site, "loc": format!("https://{site}.example.com/new")}])),
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    let received = receiver.until(1).await;
+    let body = received[0].indexnow();
+    assert_eq!(
+        (
+            body.host.as_str(),
+            body.key.as_str(),
+            body.url_list.as_slice()
+        ),
+        (
+            "shop.example.com",
+            "shop-key-0123",
+            ["https://shop.example.com/new".to_owned()].as_slice()
+        )
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        receiver.received().len(),
+        1,
+        "the site without a key pushes nothing"
+    );
+}
+
+#[sqlx::test]
+async fn a_site_created_while_serving_has_its_index_submitted_when_it_changes(pool: PgPool) {
+    let receiver = crate::receiver::Receiver::start().await;
+    let app = spawn_api(pool.clone(), |s| {
+        s.submit_urls = vec![receiver.url("/ping?sitemap={sitemap}")];
+        s.submit_interval_seconds = 1;
+    })
+    .await;
+    let (status, _) = operator(
+        &app,
+        Method::PUT,
+        "/api/v1/sites/shop",
+        Some(json!({"base_url": "https://shop.example.com/"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        receiver.received().is_empty(),
+        "an empty index is not submitted"
+    );
+    let (status, _) = operator(
+        &app,
+        Method::PUT,
+        "/api/v1/urls",
+        Some(json!([{"site": "shop", "loc": "https://shop.example.com/a"}])),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let received = receiver.until(1).await;
+    assert_eq!(
+        received[0].uri.query(),
+        Some("sitemap=https%3A%2F%2Fshop.example.com%2Fsitemap_index.xml")
+    );
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        receiver.received().len(),
+        1,
+        "unchanged, it is not submitted again"
+    );
+}
