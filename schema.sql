@@ -2111,16 +2111,21 @@ COMMENT ON FUNCTION public.sitemap_w3c_datetime(value text) IS 'A date, or a dat
 
 
 --
--- Name: sitemap_write_out_feed(integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: sitemap_write_out_feed(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.sitemap_write_out_feed(max_rows integer) RETURNS bigint
+CREATE FUNCTION public.sitemap_write_out_feed(after_id bigint, max_entries integer, OUT entries bigint, OUT through_id bigint) RETURNS record
     LANGUAGE sql
     AS $$
-    WITH taken AS (
-        DELETE FROM sitemap_change_stash
-        WHERE id IN (SELECT id FROM sitemap_change_stash ORDER BY id LIMIT max_rows)
-        RETURNING id, site, change, committed_at, locs
+    WITH next AS (
+        SELECT id, cardinality(locs) AS n,
+               sum(cardinality(locs)) OVER (ORDER BY id) AS running
+        FROM (SELECT id, locs FROM sitemap_change_stash
+              WHERE id > after_id ORDER BY id LIMIT max_entries) s
+    ), taken AS (
+        DELETE FROM sitemap_change_stash c USING next
+        WHERE c.id = next.id AND next.running - next.n < max_entries
+        RETURNING c.id, c.site, c.change, c.committed_at, c.locs
     ), written AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT t.site, l.loc, t.change, t.committed_at
@@ -2128,15 +2133,15 @@ CREATE FUNCTION public.sitemap_write_out_feed(max_rows integer) RETURNS bigint
         ORDER BY t.id, l.n
         RETURNING 1
     )
-    SELECT count(*) FROM written
+    SELECT (SELECT count(*) FROM written), (SELECT max(id) FROM taken)
 $$;
 
 
 --
--- Name: FUNCTION sitemap_write_out_feed(max_rows integer); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION sitemap_write_out_feed(after_id bigint, max_entries integer, OUT entries bigint, OUT through_id bigint); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_write_out_feed(max_rows integer) IS 'Writes the oldest max_rows rows of sitemap_change_stash out to sitemap_changes, in order; returns how many entries. Run by one writer at a time (it locks sitemap_feed_writer first): all of it or none, never ahead of an older row.';
+COMMENT ON FUNCTION public.sitemap_write_out_feed(after_id bigint, max_entries integer, OUT entries bigint, OUT through_id bigint) IS 'Writes the rows of sitemap_change_stash after after_id out to sitemap_changes, in order, oldest first, up to max_entries entries (one row at least); returns how many entries, and the last row written (null when none was), after which the next call goes on. Run by one writer at a time (it locks sitemap_feed_writer first): all of it or none, never ahead of an older row.';
 
 
 --

@@ -60,11 +60,24 @@ for run in $(seq 1 "$runs"); do
     (
         # a build from before folds kept entries has no writer
         [[ $(psql -qAt "$url" -c "SELECT to_regclass('sitemap_feed_writer') IS NOT NULL") == t ]] || exit 0
+        # builds from before the write-out went by entries after the last
+        # kept row: 50 kept rows from the oldest
+        by_entries=$(psql -qAt "$url" -c "SELECT to_regprocedure('sitemap_write_out_feed(bigint,integer)') IS NOT NULL")
+        after=0
         while :; do
             [[ -e $work/folded ]] && done_folding=1 || done_folding=0
-            written=$(psql -qAt "$url" -c "BEGIN" \
-                -c "SELECT true FROM sitemap_feed_writer FOR UPDATE" \
-                -c "SELECT sitemap_write_out_feed(50)" -c "COMMIT" | tail -n 1)
+            if [[ $by_entries == t ]]; then
+                out=$(psql -qAt -F ' ' "$url" -c "BEGIN" \
+                    -c "SELECT true FROM sitemap_feed_writer FOR UPDATE" \
+                    -c "SELECT entries, coalesce(through_id, $after) FROM sitemap_write_out_feed($after, 100000)" \
+                    -c "COMMIT" | tail -n 1)
+                written=${out% *}
+                after=${out#* }
+            else
+                written=$(psql -qAt "$url" -c "BEGIN" \
+                    -c "SELECT true FROM sitemap_feed_writer FOR UPDATE" \
+                    -c "SELECT sitemap_write_out_feed(50)" -c "COMMIT" | tail -n 1)
+            fi
             if [[ $written == 0 ]]; then
                 ((done_folding)) && break
                 sleep 0.25

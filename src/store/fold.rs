@@ -35,9 +35,9 @@ pub enum Turn {
     Skip,
 }
 
-/// How many rows of kept feed entries (at most 10,000 entries each) one
-/// transaction writes out.
-const WRITE_OUT_ROWS: i32 = 50;
+/// How many kept feed entries one transaction writes out, at most (a kept
+/// row holds up to 10,000; one is written whole however many it holds).
+const WRITE_OUT_ENTRIES: i32 = 100_000;
 
 /// What one fold did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,12 +101,14 @@ impl Store {
     }
 
     /// Writes the feed entries folds kept out to `sitemap_changes`, oldest
-    /// first, in transactions of [`WRITE_OUT_ROWS`] kept rows, until none
-    /// is left. One writer at a time: [`Turn::Skip`] leaves it to one
+    /// first, in transactions of at most [`WRITE_OUT_ENTRIES`] entries,
+    /// each going on after the last kept row the one before wrote (not
+    /// stepping again over the rows it deleted), until none is left. One writer at a time: [`Turn::Skip`] leaves it to one
     /// already writing (`None`), [`Turn::Wait`] waits for it and writes
     /// what is left. Returns how many entries it wrote.
     pub async fn write_out_feed(&self, turn: Turn) -> Result<Option<u64>, Error> {
         let mut written = 0;
+        let mut after_id = 0_i64;
         loop {
             let mut tx = self.pool.begin().await?;
             let lock = match turn {
@@ -120,14 +122,17 @@ impl Store {
             {
                 return Ok(None);
             }
-            let entries: i64 = sqlx::query_scalar("SELECT sitemap_write_out_feed($1)")
-                .bind(WRITE_OUT_ROWS)
-                .fetch_one(&mut *tx)
-                .await?;
+            let (entries, through_id): (i64, Option<i64>) =
+                sqlx::query_as("SELECT * FROM sitemap_write_out_feed($1, $2)")
+                    .bind(after_id)
+                    .bind(WRITE_OUT_ENTRIES)
+                    .fetch_one(&mut *tx)
+                    .await?;
             tx.commit().await?;
-            if entries == 0 {
+            let Some(through_id) = through_id else {
                 return Ok(Some(written));
-            }
+            };
+            after_id = through_id;
             written += u64::try_from(entries).unwrap_or(0);
         }
     }

@@ -880,3 +880,34 @@ async fn a_site_created_while_serving_has_its_index_submitted_when_it_changes(po
         "unchanged, it is not submitted again"
     );
 }
+
+#[sqlx::test]
+async fn a_fold_of_many_small_sites_writes_its_whole_feed_out(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    exec(
+        &pool,
+        "INSERT INTO sitemap_sites (site, origin, path_prefix)
+         SELECT 's' || s, 'https://s' || s || '.example.com', '/' FROM generate_series(1, 3000) s;
+         INSERT INTO sitemap_urls (site, loc)
+         SELECT 's' || s, 'https://s' || s || '.example.com/' || u
+         FROM generate_series(1, 3000) s, generate_series(1, 5) u",
+    )
+    .await;
+    app.fold().await;
+    let written = app
+        .state
+        .store
+        .write_out_feed(sitemapd::store::Turn::Wait)
+        .await
+        .expect("written out");
+    let (entries, first, last, kept): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*), min(seq), max(seq), (SELECT count(*) FROM sitemap_change_stash)
+         FROM sitemap_changes WHERE change = 'added'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("the feed");
+    assert_eq!((entries, kept), (15_000, 0));
+    assert_eq!(last - first + 1, entries, "one run of the feed, in order");
+    assert!(written.is_some());
+}
