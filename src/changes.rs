@@ -78,12 +78,15 @@ async fn listen(own: &PgPool, followers: &Followers) -> Result<(), sqlx::Error> 
     listener
         .listen_all([summaries::CHANNEL, directory::CHANNEL])
         .await?;
-    // Whatever changed before the listener started was not heard.
+    // Whatever changed before the listener started was not heard; from
+    // now on it is, over a connection that just answered.
     forget_everything(followers).await;
+    followers.pages.summaries.heard();
     loop {
         let Some(notice) = listener.try_recv().await? else {
             // Reconnected: what happened meanwhile was not heard.
             forget_everything(followers).await;
+            followers.pages.summaries.heard();
             continue;
         };
         if notice.channel() == directory::CHANNEL {

@@ -116,8 +116,9 @@ impl Summaries {
             .store(u64::try_from(now).unwrap_or(u64::MAX), Ordering::Release);
     }
 
-    /// Whether the listener was heard within the max age.
-    fn trusted(&self) -> bool {
+    /// Whether kept snapshots are answered from: the listener was heard
+    /// within the max age.
+    pub fn trusted(&self) -> bool {
         let heard_at = self.heard_at.load(Ordering::Acquire);
         heard_at > 0
             && (self.started.elapsed().as_millis() as u64).saturating_sub(heard_at)

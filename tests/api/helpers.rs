@@ -45,6 +45,18 @@ impl TestApp {
             .expect("the sites")
     }
 
+    /// Waits (bounded) until the kept summaries are answered from: the
+    /// change listener is connected and has heard.
+    pub(crate) async fn until_summaries_trusted(&self) {
+        for _ in 0..500 {
+            if self.state.pages.summaries.trusted() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the change listener was not heard within 5 s");
+    }
+
     /// The service with its defaults, but serving [`BASE_URL`].
     pub(crate) async fn spawn(pool: PgPool) -> TestApp {
         Self::spawn_with(pool, |_| {}).await
