@@ -6,9 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use sitemapd::config::Config;
-use sitemapd::site::admin::{Admin, Outcome, SiteEntry};
+use sitemapd::site::admin::Admin;
 use sitemapd::site::{IndexFormat, SiteSpec};
 use sitemapd::store::Workload;
+use sitemapd::store::{StoredSite, Written};
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
@@ -121,8 +122,8 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
             let spec = settings.over(SiteSpec::of(&current.site))?;
             let (_, outcome, _) = admin.put(&name, &spec).await?;
             match outcome {
-                Outcome::Unchanged => println!("site {name} is already so"),
-                Outcome::Changed | Outcome::Created => println!("changed site {name}"),
+                Written::Unchanged => println!("site {name} is already so"),
+                Written::Changed | Written::Created => println!("changed site {name}"),
             }
         }
         Command::Remove { name, purge } => {
@@ -146,7 +147,7 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
     Ok(())
 }
 
-fn line(entry: &SiteEntry) -> String {
+fn line(entry: &StoredSite) -> String {
     let site = &entry.site;
     let spec = SiteSpec::of(site);
     let index = match spec.index_format {

@@ -50,32 +50,6 @@ pub struct Admin<'a> {
     pub proxy_strips_prefix: bool,
 }
 
-/// A site as stored, with when it was created and last changed.
-#[derive(Debug, Clone)]
-pub struct SiteEntry {
-    pub site: Site,
-    pub created_at: OffsetDateTime,
-    pub updated_at: OffsetDateTime,
-}
-
-impl From<StoredSite> for SiteEntry {
-    fn from(stored: StoredSite) -> Self {
-        SiteEntry {
-            site: stored.site,
-            created_at: stored.created_at,
-            updated_at: stored.updated_at,
-        }
-    }
-}
-
-/// What writing a site did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Created,
-    Changed,
-    Unchanged,
-}
-
 impl Admin<'_> {
     /// Creates or changes the site `name` as `spec` says; the site
     /// before, if it existed.
@@ -83,18 +57,13 @@ impl Admin<'_> {
         &self,
         name: &str,
         spec: &SiteSpec,
-    ) -> Result<(Site, Outcome, Option<Site>), AdminError> {
+    ) -> Result<(Site, Written, Option<Site>), AdminError> {
         let site = spec
             .site(name, self.defaults)
             .map_err(AdminError::Invalid)?;
         let before = self.store.site(name).await?.map(|stored| stored.site);
         let written = self.store.put_site(&site, self.proxy_strips_prefix).await?;
-        let outcome = match written {
-            Written::Created => Outcome::Created,
-            Written::Changed => Outcome::Changed,
-            Written::Unchanged => Outcome::Unchanged,
-        };
-        Ok((site, outcome, before))
+        Ok((site, written, before))
     }
 
     /// Creates the site `name`, which must not exist.
@@ -108,11 +77,10 @@ impl Admin<'_> {
     }
 
     /// The site `name` as stored.
-    pub async fn get(&self, name: &str) -> Result<SiteEntry, AdminError> {
+    pub async fn get(&self, name: &str) -> Result<StoredSite, AdminError> {
         self.store
             .site(name)
             .await?
-            .map(SiteEntry::from)
             .ok_or_else(|| AdminError::NoSuchSite(name.to_owned()))
     }
 
@@ -121,14 +89,8 @@ impl Admin<'_> {
         &self,
         after: Option<&str>,
         limit: u32,
-    ) -> Result<Vec<SiteEntry>, AdminError> {
-        Ok(self
-            .store
-            .list_sites(after, i64::from(limit))
-            .await?
-            .into_iter()
-            .map(SiteEntry::from)
-            .collect())
+    ) -> Result<Vec<StoredSite>, AdminError> {
+        Ok(self.store.list_sites(after, i64::from(limit)).await?)
     }
 
     /// Removes the site `name`: refused while it has URL rows, unless

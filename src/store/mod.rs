@@ -34,7 +34,8 @@ pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub(crate) use import::ImportCounts;
 pub(crate) use push::ChangeBatch;
 pub(crate) use records::{ClusterStats, SiteStats, StoredRecord};
-pub(crate) use sites::{SiteWriteError, StoredSite, Written};
+pub(crate) use sites::SiteWriteError;
+pub use sites::{StoredSite, Written};
 
 /// A database failure. Before a response's first byte it becomes a `503`.
 ///

@@ -41,10 +41,10 @@ struct SiteRow {
 
 /// A site as stored, with when it was created and last changed.
 #[derive(Debug, Clone)]
-pub(crate) struct StoredSite {
-    pub(crate) site: Site,
-    pub(crate) created_at: OffsetDateTime,
-    pub(crate) updated_at: OffsetDateTime,
+pub struct StoredSite {
+    pub site: Site,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 impl SiteRow {
@@ -74,7 +74,7 @@ impl SiteRow {
 
 /// What writing a site did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Written {
+pub enum Written {
     Created,
     Changed,
     Unchanged,

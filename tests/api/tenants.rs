@@ -42,6 +42,18 @@ async fn as_token(
     )
 }
 
+/// Creates the site `name` at `base_url` with an operator's token.
+async fn create_site(app: &TestApp, name: &str, base_url: &str) {
+    let (status, created) = operator(
+        app,
+        Method::PUT,
+        &format!("/api/v1/sites/{name}"),
+        Some(json!({ "base_url": base_url })),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+}
+
 async fn operator(app: &TestApp, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     as_token(app, TOKEN, method, path, body).await
 }
@@ -202,14 +214,7 @@ async fn a_site_token_reads_and_writes_only_its_own_site(pool: PgPool) {
         ("a", "https://a.example.com/"),
         ("b", "https://b.example.com/"),
     ] {
-        let (status, _) = operator(
-            &app,
-            Method::PUT,
-            &format!("/api/v1/sites/{name}"),
-            Some(json!({ "base_url": base_url })),
-        )
-        .await;
-        assert_eq!(status, 201);
+        create_site(&app, name, base_url).await;
     }
     let (status, minted) = operator(&app, Method::POST, "/api/v1/sites/a/tokens", None).await;
     assert_eq!(status, 201, "{minted}");
@@ -682,14 +687,7 @@ async fn purging_a_large_site_blocks_neither_it_nor_another_sites_writers(pool: 
         ("big", "https://big.example.com/"),
         ("busy", "https://busy.example.com/"),
     ] {
-        let (status, _) = operator(
-            &app,
-            Method::PUT,
-            &format!("/api/v1/sites/{name}"),
-            Some(json!({ "base_url": base_url })),
-        )
-        .await;
-        assert_eq!(status, 201);
+        create_site(&app, name, base_url).await;
     }
     exec(
         &pool,

@@ -317,13 +317,7 @@ async fn get_url(
     Extension(caller): Extension<Caller>,
     lookup: Result<Query<Lookup>, QueryRejection>,
 ) -> Result<Json<RecordView>, HttpError> {
-    let Query(lookup) = lookup.map_err(|e| {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "bad-query",
-            format!("{e} (expected ?loc=…[&site=…])"),
-        )
-    })?;
+    let Query(lookup) = lookup.map_err(|e| bad_query(&e, "?loc=…[&site=…]"))?;
     let raw = RawRecord {
         loc: Some(lookup.loc),
         site: lookup.site,
@@ -372,13 +366,7 @@ async fn stats(
     Extension(caller): Extension<Caller>,
     query: Result<Query<StatsQuery>, QueryRejection>,
 ) -> Result<Json<Stats>, HttpError> {
-    let Query(query) = query.map_err(|e| {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "bad-query",
-            format!("{e} (expected [?site=…])"),
-        )
-    })?;
+    let Query(query) = query.map_err(|e| bad_query(&e, "[?site=…]"))?;
     let site = match (&caller, query.site) {
         (Caller::Site(own), None) => Some(own.to_string()),
         (_, site) => site,
@@ -394,6 +382,15 @@ async fn stats(
     Ok(Json(Stats::new(sites, clusters, |site, section, page| {
         page_url(bases.get(site).map_or("", String::as_str), section, page)
     })))
+}
+
+/// A query that does not parse: what is wrong, and what was `expected`.
+fn bad_query(error: &QueryRejection, expected: &str) -> Problem {
+    Problem::new(
+        StatusCode::BAD_REQUEST,
+        "bad-query",
+        format!("{error} (expected {expected})"),
+    )
 }
 
 /// The base URL of the site `name` (empty for a site that no longer

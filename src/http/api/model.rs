@@ -10,11 +10,10 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::http::error::{Problem, RecordError};
 use crate::ingest::batch::{KeyFields, RecordKey};
 use crate::ingest::validate::RawRecord;
-use crate::site::admin::SiteEntry;
 use crate::site::{IndexFormat, SiteSpec};
 use crate::sitemap::extensions::Alternate;
 use crate::sitemap::name::IndexFile;
-use crate::store::{ClusterStats, ImportCounts, SiteStats, StoredRecord};
+use crate::store::{ClusterStats, ImportCounts, SiteStats, StoredRecord, StoredSite};
 
 /// What an upsert did.
 #[derive(Debug, Serialize, ToSchema)]
@@ -258,8 +257,8 @@ pub(super) struct SiteDocument {
     pub(crate) updated_at: String,
 }
 
-impl From<SiteEntry> for SiteDocument {
-    fn from(entry: SiteEntry) -> Self {
+impl From<StoredSite> for SiteDocument {
+    fn from(entry: StoredSite) -> Self {
         let site = &entry.site;
         SiteDocument {
             name: site.name.clone(),

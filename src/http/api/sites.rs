@@ -16,11 +16,12 @@ use serde_json::{Map, Value};
 use utoipa::IntoParams;
 
 use super::model::{MintedToken, SiteDocument, SiteList, SiteRemoved, TokenList, TokenView};
-use super::{Caller, PROBLEM_JSON, Unauthorized, body};
+use super::{Caller, PROBLEM_JSON, Unauthorized, bad_query, body};
 use crate::http::HttpState;
 use crate::http::error::{HttpError, Problem, RecordError};
-use crate::site::admin::{Admin, AdminError, Outcome};
+use crate::site::admin::{Admin, AdminError};
 use crate::site::{IndexFormat, Site, SiteSpec};
+use crate::store::Written;
 
 /// Sites a page of `GET /api/v1/sites` lists, unless asked for fewer.
 const DEFAULT_PAGE: u32 = 100;
@@ -147,14 +148,6 @@ pub(super) async fn list_sites(
     }))
 }
 
-fn bad_query(error: &QueryRejection, expected: &str) -> Problem {
-    Problem::new(
-        StatusCode::BAD_REQUEST,
-        "bad-query",
-        format!("{error} (expected {expected})"),
-    )
-}
-
 /// One site.
 #[utoipa::path(
     get,
@@ -209,8 +202,8 @@ pub(super) async fn put_site(
     let old_host = before.as_ref().map_or("", |site| site.host.as_str());
     show_at_once(&state, &name, &[&site.host, old_host], false).await;
     let status = match outcome {
-        Outcome::Created => StatusCode::CREATED,
-        Outcome::Changed | Outcome::Unchanged => StatusCode::OK,
+        Written::Created => StatusCode::CREATED,
+        Written::Changed | Written::Unchanged => StatusCode::OK,
     };
     let document: SiteDocument = admin(&state).get(&name).await?.into();
     Ok((status, Json(document)).into_response())
