@@ -629,10 +629,16 @@ BEGIN
         RAISE EXCEPTION 'sitemap_fold_announce(): no fold began in this transaction';
     END IF;
     IF pass.stashing THEN
+        WITH added AS MATERIALIZED (
+            SELECT id, site, loc FROM sitemap_fold_unplaced
+            WHERE NOT replaced AND id NOT IN (SELECT unnest(skipped))
+        ), sites AS (
+            SELECT site, count(*) > 10000 AS many FROM added GROUP BY site
+        )
         INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT site, 'added', pass.seen, array_agg(loc) FROM sitemap_fold_unplaced
-        WHERE NOT replaced AND id NOT IN (SELECT unnest(skipped))
-        GROUP BY site, id / 10000 ORDER BY min(id);
+        SELECT a.site, 'added', pass.seen, array_agg(a.loc)
+        FROM added a JOIN sites s ON s.site = a.site
+        GROUP BY a.site, CASE WHEN s.many THEN a.id / 10000 END ORDER BY min(a.id);
     ELSE
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'added', pass.seen FROM sitemap_fold_unplaced
@@ -645,7 +651,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_announce(skipped bigint[]); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_announce(skipped bigint[]) IS 'Step 3 of a fold: the ''added'' feed entries, for every row of sitemap_fold_unplaced but those skipped (left out) or placed again. Runs before the placements are written, which take rows out of sitemap_fold_unplaced; grouped by hashing rather than sorting. A fold of 10,000 rows or more, or one that finds entries kept, keeps them in sitemap_change_stash.';
+COMMENT ON FUNCTION public.sitemap_fold_announce(skipped bigint[]) IS 'Step 3 of a fold: the ''added'' feed entries, for every row of sitemap_fold_unplaced but those skipped (left out) or placed again. Runs before the placements are written, which take rows out of sitemap_fold_unplaced; grouped by hashing rather than sorting. A fold of 10,000 rows or more, or one that finds entries kept, keeps them in sitemap_change_stash: a row per site, or per 10,000 ids for a site with more than 10,000.';
 
 
 --
@@ -670,6 +676,14 @@ DECLARE
     batch_room bigint := max_rows;
     newest_placed bigint := greatest((SELECT max(id) FROM sitemap_placements),
                                      (SELECT max(last_id) FROM sitemap_placement_runs));
+    -- the newest row placed when the pass began: no row the pass reads was
+    -- placed since (see above)
+    pass_placed_through bigint;
+    -- the transactions lanes folded since the pass's snapshot, through
+    -- this one
+    lane_through pg_snapshot;
+    lane_rows bigint;
+    lane boolean := false;
     pass_done boolean;
     -- whether any row read may have a placement, or names a cluster: a
     -- batch of new plain rows (a bulk load) skips the steps for those
@@ -684,16 +698,18 @@ BEGIN
     IF max_rows < 1 THEN
         RAISE EXCEPTION 'sitemap_fold_begin(): max_rows must be at least 1, not %', max_rows;
     END IF;
-    SELECT folded_through, folding_through, read_through_xid, read_through_id
-    INTO previous, pass_snapshot, after_xid, after_id
-    FROM sitemap_fold_state FOR UPDATE;
+    SELECT s.folded_through, s.folding_through, s.read_through_xid, s.read_through_id,
+           s.lane_through, s.pass_placed_through
+    INTO previous, pass_snapshot, after_xid, after_id, lane_through, pass_placed_through
+    FROM sitemap_fold_state s FOR UPDATE;
     started := pass_snapshot IS NULL;
     IF started THEN
         pass_snapshot := current_snapshot;
         after_xid := '0';
         after_id := 0;
+        pass_placed_through := newest_placed;
     END IF;
-    IF pg_snapshot_xmax(pass_snapshot) > pg_snapshot_xmax(current_snapshot) THEN
+    IF pg_snapshot_xmax(coalesce(lane_through, pass_snapshot)) > pg_snapshot_xmax(current_snapshot) THEN
         RAISE EXCEPTION 'sitemap_fold_begin(): the last fold saw more than this one'
             USING ERRCODE = 'serialization_failure',
                   HINT = 'lock sitemap_fold_state before the transaction''s first query';
@@ -776,6 +792,13 @@ BEGIN
             pass_done boolean NOT NULL,
             seen timestamptz NOT NULL,
             stashing boolean NOT NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    IF to_regclass('pg_temp.sitemap_fold_lane') IS NULL THEN
+        -- this fold's lane: the snapshot it folded through, when it is one
+        CREATE TEMP TABLE sitemap_fold_lane (
+            lane_snapshot pg_snapshot NULL,
+            pass_placed_through bigint NULL
         ) ON COMMIT DELETE ROWS;
     END IF;
     IF EXISTS (SELECT 1 FROM sitemap_fold_pass) THEN
@@ -872,14 +895,42 @@ BEGIN
     -- it, and those it saw still running) that this pass's snapshot sees.
     -- Then, in what room is left, rows a configuration change took off
     -- their page.
-    FOR span IN SELECT * FROM sitemap_fold_ranges(previous, pass_snapshot) LOOP
-        CONTINUE WHEN span.high < after_xid;
-        EXIT WHEN batch_room = 0;
-        batch_room := batch_room - sitemap_fold_read(greatest(span.low, after_xid), span.high,
-                                                     after_xid, after_id, batch_room,
-                                                     coalesce(newest_placed, 0));
-    END LOOP;
-    pass_done := batch_room IS NULL OR batch_room > 0;
+    -- A lane first: while a pass reads a bulk load, the few rows it would
+    -- read after the transaction it is in, and those committed since its
+    -- snapshot (up to 10,000), are folded on their own, by a fold that
+    -- reads nothing else, so they wait for one batch of the pass at most,
+    -- not for all of it. More than that waits for the pass.
+    IF NOT started THEN
+        SELECT count(*) INTO lane_rows
+        FROM (SELECT 1
+              FROM sitemap_fold_lane_ranges(previous, pass_snapshot, after_xid, lane_through,
+                                            current_snapshot) r,
+                   LATERAL (SELECT 1 FROM sitemap_urls u
+                            WHERE u.change_xid >= r.low AND u.change_xid <= r.high
+                            LIMIT 10001) x
+              LIMIT 10001) c;
+        lane := lane_rows BETWEEN 1 AND 10000;
+    END IF;
+    IF lane THEN
+        FOR span IN SELECT * FROM sitemap_fold_lane_ranges(previous, pass_snapshot, after_xid,
+                                                           lane_through, current_snapshot) LOOP
+            PERFORM sitemap_fold_read(span.low, span.high, '0', 0, NULL, coalesce(newest_placed, 0));
+        END LOOP;
+        batch_room := 0;
+        pass_done := false;
+    ELSE
+        FOR span IN SELECT * FROM sitemap_fold_ranges(previous, pass_snapshot) LOOP
+            CONTINUE WHEN span.high < after_xid;
+            -- past a lane, the pass reads on only in the transaction it was in
+            EXIT WHEN batch_room = 0 OR (lane_through IS NOT NULL AND span.low > after_xid);
+            batch_room := batch_room - sitemap_fold_read(greatest(span.low, after_xid),
+                                                         CASE WHEN lane_through IS NULL THEN span.high
+                                                              ELSE least(span.high, after_xid) END,
+                                                         after_xid, after_id, batch_room,
+                                                         coalesce(pass_placed_through, newest_placed, 0));
+        END LOOP;
+        pass_done := batch_room IS NULL OR batch_room > 0;
+    END IF;
     WITH requeued AS (
         DELETE FROM sitemap_unplaced
         WHERE id IN (SELECT id FROM sitemap_unplaced ORDER BY id LIMIT batch_room)
@@ -1049,6 +1100,7 @@ BEGIN
     FROM sitemap_fold_in_runs WHERE fate = 'kept' GROUP BY site, section, page;
 
     INSERT INTO sitemap_fold_pass VALUES (pass_snapshot, pass_done, seen, stashing);
+    INSERT INTO sitemap_fold_lane VALUES (CASE WHEN lane THEN current_snapshot END, pass_placed_through);
 END $$;
 
 
@@ -1056,7 +1108,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_begin(max_rows bigint, OUT started boolean); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boolean) IS 'Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. Begins a pass when none is under way, reads at most max_rows changed rows (all when NULL) of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read), applies removals, moves and rows changed in place, takes off their pages the rows that outgrew them, writes the ''updated'' and ''removed'' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass. One fold a transaction.';
+COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boolean) IS 'Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. While a pass is under way, folds as a lane the rows of sitemap_fold_lane_ranges when there are 1 to 10,000 of them, and reads nothing else. Otherwise begins a pass when none is under way and reads at most max_rows changed rows (all when NULL) of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read). Then applies removals, moves and rows changed in place, takes off their pages the rows that outgrew them, writes the ''updated'' and ''removed'' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass. One fold a transaction.';
 
 
 --
@@ -1071,6 +1123,7 @@ CREATE FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean
     AS $$
 DECLARE
     pass record;
+    lane record;
     after_xid xid8;
     after_id bigint;
 BEGIN
@@ -1078,21 +1131,27 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'sitemap_fold_end(): no fold began in this transaction';
     END IF;
+    SELECT * INTO lane FROM sitemap_fold_lane;
     PERFORM sitemap_apply_deltas(array_agg(site), array_agg(section), array_agg(page), array_agg(url_count),
                                  array_agg(bytes), array_agg(images), array_agg(videos), array_agg(alternates))
     FROM sitemap_fold_page_deltas WHERE NOT applied;
     SELECT coalesce(sum(rows_folded), 0) INTO folded FROM sitemap_fold_page_deltas;
 
-    IF pass.pass_done THEN
+    IF lane.lane_snapshot IS NOT NULL THEN
+        UPDATE sitemap_fold_state SET lane_through = lane.lane_snapshot, folded_at = pass.seen;
+    ELSIF pass.pass_done THEN
+        -- what lanes folded while the pass ran is folded too
         UPDATE sitemap_fold_state
-        SET folded_through = pass.pass_snapshot, folding_through = NULL,
-            read_through_xid = NULL, read_through_id = NULL, folded_at = pass.seen;
+        SET folded_through = coalesce(lane_through, pass.pass_snapshot), folding_through = NULL,
+            read_through_xid = NULL, read_through_id = NULL, lane_through = NULL,
+            pass_placed_through = NULL, folded_at = pass.seen;
     ELSE
         SELECT r.change_xid, r.id INTO after_xid, after_id FROM sitemap_fold_rows r
         WHERE r.change_xid IS NOT NULL ORDER BY r.change_xid DESC, r.id DESC LIMIT 1;
         UPDATE sitemap_fold_state
         SET folding_through = pass.pass_snapshot, read_through_xid = after_xid,
-            read_through_id = after_id, folded_at = pass.seen;
+            read_through_id = after_id, pass_placed_through = lane.pass_placed_through,
+            folded_at = pass.seen;
     END IF;
     caught_up := pass.pass_done AND NOT EXISTS (SELECT 1 FROM sitemap_unplaced);
 END $$;
@@ -1102,7 +1161,30 @@ END $$;
 -- Name: FUNCTION sitemap_fold_end(OUT folded bigint, OUT caught_up boolean); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) IS 'Step 4 of a fold: adds the page deltas to the summaries (sitemap_apply_deltas) and records how far the pass has read. Returns how many rows the fold placed, changed in place or took off a page, and whether it caught up: its pass is done and no row waits to be placed again.';
+COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) IS 'Step 4 of a fold: adds the page deltas to the summaries (sitemap_apply_deltas) and records how far the pass has read, or the lane folded. Returns how many rows the fold placed, changed in place or took off a page, and whether it caught up: its pass is done and no row waits to be placed again.';
+
+
+--
+-- Name: sitemap_fold_lane_ranges(pg_snapshot, pg_snapshot, xid8, pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_lane_ranges(previous pg_snapshot, pass_snapshot pg_snapshot, after_xid xid8, lane_through pg_snapshot, target pg_snapshot, OUT low xid8, OUT high xid8) RETURNS SETOF record
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT greatest(r.low, (after_xid::text::bigint + 1)::text::xid8), r.high
+    FROM sitemap_fold_ranges(previous, pass_snapshot) r
+    WHERE lane_through IS NULL AND r.high > after_xid
+    UNION ALL
+    SELECT r.low, r.high FROM sitemap_fold_ranges(coalesce(lane_through, pass_snapshot), target) r
+    ORDER BY 1
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_lane_ranges(previous pg_snapshot, pass_snapshot pg_snapshot, after_xid xid8, lane_through pg_snapshot, target pg_snapshot, OUT low xid8, OUT high xid8); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_lane_ranges(previous pg_snapshot, pass_snapshot pg_snapshot, after_xid xid8, lane_through pg_snapshot, target pg_snapshot, OUT low xid8, OUT high xid8) IS 'The transactions a lane reads, as ranges of xids in order: on the first lane of a pass, those the pass would read after after_xid (the one it is reading); then those that committed after the pass''s snapshot, or after the last lane''s.';
 
 
 --
@@ -2263,6 +2345,9 @@ CREATE TABLE public.sitemap_fold_state (
     folding_through pg_snapshot,
     read_through_xid xid8,
     read_through_id bigint,
+    lane_through pg_snapshot,
+    pass_placed_through bigint,
+    CONSTRAINT sitemap_fold_state_lane_in_a_pass CHECK (((folding_through IS NOT NULL) OR ((lane_through IS NULL) AND (pass_placed_through IS NULL)))),
     CONSTRAINT sitemap_fold_state_pass_whole CHECK ((((folding_through IS NULL) = (read_through_xid IS NULL)) AND ((folding_through IS NULL) = (read_through_id IS NULL)))),
     CONSTRAINT sitemap_fold_state_singleton_check CHECK (singleton)
 );
@@ -2273,6 +2358,20 @@ CREATE TABLE public.sitemap_fold_state (
 --
 
 COMMENT ON TABLE public.sitemap_fold_state IS 'One row: the snapshot the last fold read with, and the pass under way (its snapshot and the last row it read). Locked by every fold and every configuration change, which makes them take turns across replicas.';
+
+
+--
+-- Name: COLUMN sitemap_fold_state.lane_through; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_fold_state.lane_through IS 'While a pass runs: the snapshot through which lanes folded what committed after the pass''s snapshot; the next pass begins there. Once set, the pass reads no transaction past read_through_xid: the first lane folded those.';
+
+
+--
+-- Name: COLUMN sitemap_fold_state.pass_placed_through; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_fold_state.pass_placed_through IS 'While a pass runs: the newest placed row id when it began; rows the pass reads past it have no placement.';
 
 
 --

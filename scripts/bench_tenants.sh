@@ -10,25 +10,34 @@
 #     50 more the time from the PUT's answer on one replica to the site's
 #     first 200 on another;
 #   - one fold of one changed row (`sitemapd fold`), 20 times, here and in
-#     a database of one site, side by side.
+#     a database of one site, side by side;
+#   - one tenant writing 100 changes/s, alone and beside a crawler
+#     revalidating 10,000 others: the database reads serving makes
+#     (bench_tenant_isolation.py);
+#   - another site's single-row inserts, from commit to its page, with no
+#     load and right after a 10M-row COPY into one site commits
+#     (bench_fairness.py).
 #
-#   scripts/bench_tenants.sh [--sites N] [--urls N] BINARY
+#   scripts/bench_tenants.sh [--sites N] [--urls N] [--load-rows N] BINARY
 #
-# Needs psql, curl, python3 and wrk (apt-get install wrk), and PostgreSQL on
-# 127.0.0.1:5432 (trust auth). Listens on 127.0.0.1:18080-18091 only.
+# Needs psql, curl, python3 with psycopg (pip install "psycopg[binary]") and
+# wrk (apt-get install wrk), and PostgreSQL on 127.0.0.1:5432 (trust auth).
+# Listens on 127.0.0.1:18080-18091 only.
 # Creates and drops sitemapd_bench_tenants and sitemapd_bench_one_site.
 set -euo pipefail
 
 sites=100000
 urls=100
+load_rows=10000000
 while (($#)); do
     case "$1" in
         --sites) sites=$2; shift 2 ;;
         --urls) urls=$2; shift 2 ;;
+        --load-rows) load_rows=$2; shift 2 ;;
         *) break ;;
     esac
 done
-(($# == 1)) || { echo "usage: $0 [--sites N] [--urls N] BINARY" >&2; exit 2; }
+(($# == 1)) || { echo "usage: $0 [--sites N] [--urls N] [--load-rows N] BINARY" >&2; exit 2; }
 binary=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -215,6 +224,13 @@ m, o = statistics.median(many), statistics.median(one)
 print(f"fold of one change: {m * 1000:.1f} ms median with every site, "
       f"{o * 1000:.1f} ms with one site: {m / o:.2f}x")
 PY
+
+echo "== one busy tenant beside a crawler of 10,000 others"
+python3 "$here/bench_tenant_isolation.py" --database-url "$pg/$db" --binary "$binary" \
+    --sites "$((sites - 1 < 10000 ? sites - 1 : 10000))"
+
+echo "== another site's inserts, with no load and right after a COPY of $load_rows rows"
+python3 "$here/bench_fairness.py" --database-url "$pg/$db" --binary "$binary" --rows "$load_rows"
 
 for database in $db $one; do
     psql -q "$pg/postgres" -c "DROP DATABASE IF EXISTS $database"

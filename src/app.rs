@@ -140,12 +140,15 @@ impl App {
             .with_fold_batch_rows(settings.fold_batch_rows);
         apply_config(&store, config).await?;
         let metrics = Arc::new(Metrics::default());
+        let store = store.with_serving_reads(metrics.serving_reads());
         let pages = Arc::new(pages(&store, config, &metrics));
         let sites = Arc::new(directory(store.clone(), config));
         let announcers = announcers_with(&store, config, &sites, &pages.indexes, &metrics);
         let folder = Folder {
             store: store.clone(),
             interval: Duration::from_millis(settings.fold_interval_ms),
+            batch_time: Duration::from_millis(settings.fold_batch_ms),
+            batch_rows: settings.fold_batch_rows,
             retention: Retention {
                 max_age: settings.change_log_retention,
                 max_rows: settings.change_log_max_rows,

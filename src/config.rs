@@ -104,6 +104,9 @@ pub struct Settings {
     pub fold_interval_ms: u64,
     /// Most changed rows one fold reads before it commits.
     pub fold_batch_rows: u64,
+    /// About how long the service's folds of a backlog take each: it
+    /// sizes their batches (at most `fold_batch_rows`) to it.
+    pub fold_batch_ms: u64,
     /// How long the change feed keeps an entry ("7d", "12h").
     #[serde(with = "humantime_serde")]
     pub change_log_retention: std::time::Duration,
@@ -361,6 +364,7 @@ impl Settings {
             ("submit_interval_seconds", self.submit_interval_seconds),
             ("fold_interval_ms", self.fold_interval_ms),
             ("fold_batch_rows", self.fold_batch_rows),
+            ("fold_batch_ms", self.fold_batch_ms),
             ("change_log_max_rows", self.change_log_max_rows),
             ("db_read_timeout_ms", self.db_read_timeout_ms),
             ("header_read_timeout_ms", self.header_read_timeout_ms),

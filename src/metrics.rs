@@ -11,6 +11,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::store::ServingReads;
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: &'static str,
@@ -50,6 +52,11 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReadLabels {
+    read: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PoolLabels {
     state: &'static str,
 }
@@ -65,6 +72,7 @@ pub(crate) struct Metrics {
     skipped_rows: Family<SiteLabels, Gauge>,
     hreflang_cluster_problems: Gauge,
     pool: Family<PoolLabels, Gauge>,
+    database_reads: Family<ReadLabels, Counter>,
     pages_served: Family<SourceLabels, Counter>,
     page_cache_bytes: Gauge,
     connections_open: Family<TierLabels, Gauge>,
@@ -131,6 +139,12 @@ impl Default for Metrics {
             "db_connections",
             "Database pool connections by state",
             pool.clone(),
+        );
+        let database_reads = Family::<ReadLabels, Counter>::default();
+        registry.register(
+            "database_reads",
+            "Reads serving made from the database, by what they read (summaries, sites, pages): those its caches did not spare",
+            database_reads.clone(),
         );
         let pages_served = Family::<SourceLabels, Counter>::default();
         registry.register(
@@ -240,11 +254,26 @@ impl Default for Metrics {
             skipped_rows,
             hreflang_cluster_problems,
             pool,
+            database_reads,
         }
     }
 }
 
 impl Metrics {
+    /// The counters the store counts serving's reads on.
+    pub(crate) fn serving_reads(&self) -> ServingReads {
+        let counter = |read| {
+            self.database_reads
+                .get_or_create(&ReadLabels { read })
+                .clone()
+        };
+        ServingReads {
+            summaries: counter("summaries"),
+            sites: counter("sites"),
+            pages: counter("pages"),
+        }
+    }
+
     pub(crate) fn request(&self, route: &'static str, status: u16) {
         self.requests
             .get_or_create(&RequestLabels { route, status })

@@ -8,6 +8,10 @@
 //! midway leaves nothing behind, and the next one starts where the last
 //! committed fold ended.
 //!
+//! A fold that leaves a backlog (a pass under way, or rows to place again)
+//! is followed by the next at once, each sized by [`Pace`]; the interval is
+//! for the rounds that find little.
+//!
 //! The same loop writes out the feed entries that folds of many rows kept
 //! (beside the folds, on a connection of its own, so the next fold goes on
 //! meanwhile), and keeps the change feed bounded: it prunes what is past the
@@ -16,6 +20,7 @@
 
 use std::time::Duration;
 
+use super::pace::Pace;
 use crate::store::{Retention, Store, Turn};
 
 /// How often the feed is pruned, at most.
@@ -29,6 +34,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub(crate) struct Folder {
     pub(crate) store: Store,
     pub(crate) interval: Duration,
+    /// About how long a fold of a backlog takes (`fold_batch_ms`).
+    pub(crate) batch_time: Duration,
+    /// Most rows a fold reads (`fold_batch_rows`).
+    pub(crate) batch_rows: u64,
     pub(crate) retention: Retention,
 }
 
@@ -41,17 +50,25 @@ impl Folder {
         let mut reclaiming: Option<tokio::task::JoinHandle<()>> = None;
         let mut writing_out: Option<tokio::task::JoinHandle<()>> = None;
         let mut backoff = self.interval;
+        let mut pace = Pace::new(self.batch_time, self.batch_rows);
+        let mut backlog = false;
         loop {
-            ticker.tick().await;
-            match self.store.fold(Turn::Skip).await {
-                Ok(Some(folded)) => {
+            if !backlog {
+                ticker.tick().await;
+            }
+            let started = tokio::time::Instant::now();
+            match self.store.fold_once(pace.rows()).await {
+                Ok(Some(batch)) => {
                     backoff = self.interval;
-                    if folded > 0 {
-                        tracing::debug!(rows = folded, "folded changes into pages");
+                    backlog = !batch.caught_up;
+                    pace.record(batch.folded, started.elapsed());
+                    if batch.folded > 0 {
+                        tracing::debug!(rows = batch.folded, "folded changes into pages");
                     }
                 }
-                Ok(None) => {}
+                Ok(None) => backlog = false,
                 Err(error) => {
+                    backlog = false;
                     tracing::warn!(%error, "could not fold changes into pages");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);

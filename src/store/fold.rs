@@ -88,7 +88,7 @@ impl Store {
         let mut began_a_pass = false;
         loop {
             let started = Instant::now();
-            let Some(batch) = self.fold_batch(turn).await? else {
+            let Some(batch) = self.fold_batch(turn, self.fold_batch_rows).await? else {
                 return Ok(None);
             };
             on_batch(&batch, started.elapsed());
@@ -137,9 +137,17 @@ impl Store {
         }
     }
 
-    /// One fold transaction, of at most `fold_batch_rows` changed rows;
-    /// `None` when `turn` is [`Turn::Skip`] and another fold holds the turn.
-    async fn fold_batch(&self, turn: Turn) -> Result<Option<FoldBatch>, Error> {
+    /// One fold, as the service's loop runs them: of at most `max_rows`
+    /// changed rows (and `fold_batch_rows`); `None` when another fold holds
+    /// the turn. Its feed entries are left kept for the loop's writer.
+    pub(crate) async fn fold_once(&self, max_rows: u64) -> Result<Option<FoldBatch>, Error> {
+        self.fold_batch(Turn::Skip, max_rows.min(self.fold_batch_rows))
+            .await
+    }
+
+    /// One fold transaction, of at most `max_rows` changed rows; `None`
+    /// when `turn` is [`Turn::Skip`] and another fold holds the turn.
+    async fn fold_batch(&self, turn: Turn, max_rows: u64) -> Result<Option<FoldBatch>, Error> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             .execute(&mut *tx)
@@ -149,7 +157,7 @@ impl Store {
         }
         let batch = fold_in(
             &mut tx,
-            Some(i64::try_from(self.fold_batch_rows).unwrap_or(i64::MAX)),
+            Some(i64::try_from(max_rows.max(1)).unwrap_or(i64::MAX)),
         )
         .await?;
         // The news window moves with the time as well as with the rows.

@@ -10,6 +10,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
+use prometheus_client::metrics::counter::Counter;
 use sqlx::migrate::MigrateDatabase;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, PgPool, Postgres};
@@ -137,6 +138,19 @@ pub struct Store {
     clock: Clock,
     /// Most changed rows one fold reads (`fold_batch_rows`).
     fold_batch_rows: u64,
+    serving_reads: ServingReads,
+}
+
+/// The reads serving makes, counted for the metrics: each is one the
+/// caches in front of it did not spare.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ServingReads {
+    /// A site's page summaries.
+    pub(crate) summaries: Counter,
+    /// The sites of a host, a name or a token.
+    pub(crate) sites: Counter,
+    /// A page's rows, or a news sitemap's.
+    pub(crate) pages: Counter,
 }
 
 /// [`Store::read_timeout`] until configured.
@@ -279,6 +293,7 @@ impl Store {
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
             fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
+            serving_reads: ServingReads::default(),
         })
     }
 
@@ -290,6 +305,7 @@ impl Store {
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
             fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
+            serving_reads: ServingReads::default(),
         }
     }
 
@@ -315,6 +331,14 @@ impl Store {
     pub fn with_fold_batch_rows(self, rows: u64) -> Store {
         Store {
             fold_batch_rows: rows.max(1),
+            ..self
+        }
+    }
+
+    /// Counts the reads serving makes on `serving_reads` from now on.
+    pub(crate) fn with_serving_reads(self, serving_reads: ServingReads) -> Store {
+        Store {
+            serving_reads,
             ..self
         }
     }
@@ -402,6 +426,7 @@ impl Store {
     /// Every page of a site, emptied ones included, in index order: its
     /// sections' pages, then its news sitemaps.
     pub(crate) async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
+        self.serving_reads.summaries.inc();
         self.in_time(
             sqlx::query_as(
                 "SELECT * FROM (
@@ -469,6 +494,7 @@ impl Store {
         section: &'a str,
         page: i32,
     ) -> impl Stream<Item = Result<UrlRow, Error>> + Send + 'a {
+        self.serving_reads.pages.inc();
         // A row whose site, section or loc changed since it was placed is
         // another URL: it leaves this page now, and the next fold places it.
         let rows = sqlx::query_as(
@@ -522,6 +548,7 @@ impl Store {
     /// The articles of a site's `file`-th news sitemap, in order, as its
     /// last listing placed them.
     pub(crate) async fn news_rows(&self, site: &str, file: i32) -> Result<Vec<NewsRow>, Error> {
+        self.serving_reads.pages.inc();
         self.in_time(
             sqlx::query_as(
                 "SELECT u.id, u.loc, u.news::text AS news

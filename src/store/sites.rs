@@ -106,6 +106,7 @@ impl From<sqlx::Error> for SiteWriteError {
 impl Store {
     /// Every site on `host`.
     pub(crate) async fn sites_on_host(&self, host: &str) -> Result<Vec<Site>, Error> {
+        self.serving_reads.sites.inc();
         let rows: Vec<SiteRow> = self
             .in_time(
                 sqlx::query_as(concat!(
@@ -126,6 +127,7 @@ impl Store {
 
     /// The site `name`, if there is one.
     pub(crate) async fn site(&self, name: &str) -> Result<Option<StoredSite>, Error> {
+        self.serving_reads.sites.inc();
         let row: Option<SiteRow> = self
             .in_time(
                 sqlx::query_as(concat!(
@@ -142,6 +144,7 @@ impl Store {
 
     /// The only site, when there is exactly one.
     pub(crate) async fn sole_site(&self) -> Result<Option<Site>, Error> {
+        self.serving_reads.sites.inc();
         let mut rows: Vec<SiteRow> = self
             .in_time(
                 sqlx::query_as(concat!(
@@ -391,6 +394,7 @@ impl Store {
 
     /// The site a token's digest belongs to, if any.
     pub(crate) async fn token_site(&self, digest: &str) -> Result<Option<String>, Error> {
+        self.serving_reads.sites.inc();
         self.in_time(
             sqlx::query_scalar("SELECT site FROM sitemap_site_tokens WHERE digest = $1")
                 .bind(digest)

@@ -192,8 +192,11 @@ async fn folds_leave_a_running_transactions_rows_unread(pool: PgPool) {
 }
 
 /// A bulk load is folded in batches of `fold_batch_rows` changed rows, each
-/// committed: its rows show as they are placed, each is read once, and a
-/// row changed again while its pass runs is folded once, as it is then.
+/// committed: its rows show as they are placed, each is read once. What
+/// the pass would read after the load, and what commits while it runs, is
+/// folded on its own, as a lane, after the batch under way (a row changed
+/// again is folded once, as it is then), and from then on the pass reads
+/// only the load.
 #[sqlx::test]
 async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
     const BATCH: i64 = 100;
@@ -226,6 +229,12 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
     )
     .await;
     insert_rows(&pool, "new/", 1).await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (8, false, false),
+        "a lane: late/1-5, bulk/1 in place, bulk/1000 and new/1"
+    );
+    assert_eq!(placed_rows(&pool).await, BATCH + 7);
     let mut pass = BATCH;
     loop {
         let (folded, began, caught_up) = fold_batch_on(&mut folder, Some(BATCH)).await;
@@ -233,23 +242,23 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
         pass += folded;
         assert_eq!(
             placed_rows(&pool).await,
-            pass,
+            pass + 7,
             "each batch shows as it commits"
         );
         if caught_up {
             break;
         }
     }
-    assert_eq!(pass, 1004, "the pass folds what committed before it began");
+    assert_eq!(pass, 999, "the pass folds the rest of the load, once");
     let reads = tuples_returned(&mut folder, "sitemap_urls_change_idx").await - before;
     assert!(
         reads < 1100,
-        "the pass read {reads} index entries for 1,004 rows: batches re-read rows"
+        "the pass read {reads} index entries for 1,006 rows: batches re-read rows"
     );
     assert_eq!(
         fold_batch_on(&mut folder, Some(BATCH)).await,
-        (3, true, true),
-        "the next pass folds what changed meanwhile: bulk/1 in place, bulk/1000 and new/1 added"
+        (0, true, true),
+        "the next pass begins where the lane ended"
     );
     let added: (i64, i64) = sqlx::query_as(
         "SELECT count(*), count(DISTINCT loc) FROM sitemap_changes WHERE change = 'added'",
@@ -275,6 +284,105 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
             .await
             .expect("pages");
     assert_eq!(pages, (1256, 50), "every row placed, no page over max_urls");
+}
+
+/// A lane takes at most 10,000 rows: more than that, committed while a
+/// pass runs, wait for the pass, which goes on reading its own; each lane
+/// after a lane takes only what committed since.
+#[sqlx::test]
+async fn more_rows_than_a_lane_takes_wait_for_the_pass(pool: PgPool) {
+    const BATCH: i64 = 100;
+    let (_, mut folder) = prepared_without_a_service(&pool, |s| {
+        s.fold_batch_rows = BATCH as u64;
+    })
+    .await;
+    insert_rows(&pool, "bulk/", 250).await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (BATCH, true, false)
+    );
+    insert_rows(&pool, "second-load/", 10_001).await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (BATCH, false, false),
+        "no lane: the pass reads on"
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (50, false, true),
+        "the pass is done with the load it began with"
+    );
+    assert_eq!(placed_rows(&pool).await, 250);
+    assert_eq!(
+        fold_on(&mut folder).await,
+        10_001,
+        "the next pass reads the rest"
+    );
+
+    insert_rows(&pool, "bulk-again/", 250).await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (BATCH, true, false)
+    );
+    insert_rows(&pool, "one/", 1).await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (1, false, false)
+    );
+    insert_rows(&pool, "two/", 2).await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (2, false, false),
+        "a lane after a lane takes only what committed since"
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (BATCH, false, false)
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (50, false, true)
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (0, true, true)
+    );
+    assert_eq!(placed_rows(&pool).await, 250 + 10_001 + 250 + 3);
+}
+
+/// A large fold keeps its feed entries a row per site, and a site with
+/// more than 10,000 of them a row per 10,000 ids, however the sites' rows
+/// interleave: one per entry took minutes to write out for 100,000 sites.
+#[sqlx::test]
+async fn a_large_folds_kept_entries_are_grouped_by_site(pool: PgPool) {
+    let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
+    exec(
+        &pool,
+        "INSERT INTO sitemap_sites (site, origin, path_prefix)
+         SELECT 's' || s, 'https://s' || s || '.example.com', '/' FROM generate_series(1, 3000) s;
+         INSERT INTO sitemap_urls (site, loc)
+         SELECT 's' || s, 'https://s' || s || '.example.com/' || u
+         FROM generate_series(1, 5) u, generate_series(1, 3000) s ORDER BY u, s",
+    )
+    .await;
+    insert_rows(&pool, "big/", 25_000).await;
+    assert_eq!(fold_on(&mut folder).await, 40_000);
+    let kept: Vec<(String, i64, i64, i32)> = sqlx::query_as(
+        "SELECT CASE WHEN site = 'default' THEN site ELSE 'small' END, count(*),
+                sum(cardinality(locs)), max(cardinality(locs))
+         FROM sitemap_change_stash GROUP BY 1 ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("kept entries");
+    assert_eq!(
+        kept,
+        [
+            // ids 15,001 to 40,000: four spans of 10,000 ids
+            ("default".into(), 4, 25_000, 10_000),
+            ("small".into(), 3000, 15_000, 5)
+        ]
+    );
 }
 
 /// New rows have no placement, and a fold knows it without looking: rows

@@ -42,6 +42,10 @@ async fn metrics_name_what_the_service_does(pool: PgPool) {
         r#"sitemapd_rows_read_total 10"#,
         r#"sitemapd_pages_served_total{source="built"} 1"#,
         r#"sitemapd_pages_served_total{source="memory"} 1"#,
+        // and so are its rows: read once
+        r#"sitemapd_database_reads_total{read="pages"} 1"#,
+        r#"sitemapd_database_reads_total{read="summaries"} "#,
+        r#"sitemapd_database_reads_total{read="sites"} "#,
         r#"sitemapd_page_cache_bytes "#,
         r#"sitemapd_rows_left_out_total 0"#,
         r#"sitemapd_response_body_bytes_total{route="/sitemap-{n}.xml.gz"}"#,

@@ -909,3 +909,56 @@ async fn a_fold_of_many_small_sites_writes_its_whole_feed_out(pool: PgPool) {
     assert_eq!(last - first + 1, entries, "one run of the feed, in order");
     assert!(written.is_some());
 }
+
+/// One site's bulk load holds back no other site: a row another site
+/// commits after the load is folded between two of the load's batches, and
+/// shows in its page while the load is being placed.
+#[sqlx::test]
+async fn another_sites_row_is_folded_while_a_bulk_load_is_placed(pool: PgPool) {
+    const LOAD: i64 = 40_000;
+    let app = TestApp::spawn_with(pool.clone(), |s| s.fold_batch_rows = 2_000).await;
+    exec(
+        &pool,
+        "INSERT INTO sitemap_sites (site, origin, path_prefix)
+         VALUES ('other', 'https://other.example.com', '/')",
+    )
+    .await;
+    app.fold().await;
+    exec(
+        &pool,
+        &format!(
+            "INSERT INTO sitemap_urls (loc) SELECT '{BASE_URL}load/' || g FROM generate_series(1, {LOAD}) g"
+        ),
+    )
+    .await;
+    exec(
+        &pool,
+        "INSERT INTO sitemap_urls (site, loc) VALUES ('other', 'https://other.example.com/fresh')",
+    )
+    .await;
+    until("the other site's row in its page", || async {
+        app.get_as("other.example.com", "/sitemap-1.xml", &[])
+            .await
+            .text()
+            .await
+            .expect("page")
+            .contains("<loc>https://other.example.com/fresh</loc>")
+    })
+    .await;
+    app.fold().await;
+    let (fresh, load_added_after): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT seq FROM sitemap_changes WHERE loc = 'https://other.example.com/fresh'),
+                (SELECT count(*) FROM sitemap_changes
+                 WHERE site = 'default' AND change = 'added'
+                   AND seq > (SELECT seq FROM sitemap_changes WHERE loc = 'https://other.example.com/fresh'))",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("the feed");
+    assert!(fresh > 0);
+    assert!(
+        load_added_after > LOAD / 2,
+        "the row was folded after {} of the load's {LOAD} rows, not between its first batches",
+        LOAD - load_added_after
+    );
+}

@@ -1,0 +1,84 @@
+//! How many rows the service's next fold reads: as many as it places in
+//! about `fold_batch_ms`, measured on the folds before it.
+//!
+//! While a pass places a backlog, what other sites commit is folded between
+//! two of its batches (a lane, see migration `fair_folds`), so a batch's
+//! length is how long their changes wait. Rows cost very different times
+//! (a million rows of one site fold in 5 s, of 100,000 sites in 9 s), so
+//! the batch is sized by time, not by a count.
+
+use std::time::Duration;
+
+/// Rows of the first fold of a backlog, before any was measured.
+const FIRST_BATCH_ROWS: u64 = 100_000;
+/// Fewest rows a batch reads: below it, a fold's own cost outweighs its rows.
+const MIN_BATCH_ROWS: u64 = 10_000;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Pace {
+    target: Duration,
+    max_rows: u64,
+    rows: u64,
+}
+
+impl Pace {
+    pub(crate) fn new(target: Duration, max_rows: u64) -> Pace {
+        Pace {
+            target,
+            max_rows,
+            rows: FIRST_BATCH_ROWS.min(max_rows),
+        }
+    }
+
+    /// Rows the next fold may read.
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Learns from a fold that read `folded` rows in `took`. Folds of fewer
+    /// rows than a batch's least say more of a fold's own cost than of its
+    /// rows', and are not learned from.
+    pub(crate) fn record(&mut self, folded: u64, took: Duration) {
+        if folded < MIN_BATCH_ROWS || took.is_zero() {
+            return;
+        }
+        let per_second = folded as f64 / took.as_secs_f64();
+        let rows = (per_second * self.target.as_secs_f64()) as u64;
+        self.rows = rows.clamp(MIN_BATCH_ROWS.min(self.max_rows), self.max_rows);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_sized_to_the_target_from_the_last_measured_fold() {
+        let mut pace = Pace::new(Duration::from_secs(1), 1_000_000);
+        assert_eq!(pace.rows(), 100_000);
+        pace.record(100_000, Duration::from_millis(500));
+        assert_eq!(pace.rows(), 200_000);
+        pace.record(200_000, Duration::from_secs(4));
+        assert_eq!(pace.rows(), 50_000);
+    }
+
+    #[test]
+    fn small_folds_teach_nothing() {
+        let mut pace = Pace::new(Duration::from_secs(1), 1_000_000);
+        pace.record(3, Duration::from_millis(20));
+        pace.record(9_999, Duration::from_secs(10));
+        assert_eq!(pace.rows(), 100_000);
+    }
+
+    #[test]
+    fn batches_stay_within_the_configured_bounds() {
+        let mut pace = Pace::new(Duration::from_secs(1), 300_000);
+        pace.record(100_000, Duration::from_millis(10));
+        assert_eq!(pace.rows(), 300_000, "fold_batch_rows bounds it");
+        pace.record(10_000, Duration::from_secs(100));
+        assert_eq!(pace.rows(), 10_000, "never below the least batch");
+
+        let small = Pace::new(Duration::from_secs(1), 500);
+        assert_eq!(small.rows(), 500);
+    }
+}
