@@ -863,8 +863,12 @@ BEGIN
         SELECT site, loc, 'removed', seen FROM sitemap_fold_in_runs WHERE NOT stashing
     ), kept AS (
         INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT site, 'removed', seen, array_agg(loc) FROM sitemap_fold_in_runs WHERE stashing
-        GROUP BY site, id / 10000 ORDER BY min(id)
+        SELECT e.site, 'removed', seen, array_agg(e.loc)
+        FROM sitemap_fold_in_runs e
+        JOIN (SELECT site, count(*) > 10000 AS many FROM sitemap_fold_in_runs GROUP BY site) c
+            ON c.site = e.site
+        WHERE stashing
+        GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
     )
     INSERT INTO sitemap_fold_page_deltas
     SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
@@ -880,8 +884,12 @@ BEGIN
         SELECT site, loc, 'removed', seen FROM dropped WHERE page IS NOT NULL AND NOT stashing
     ), kept AS (
         INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT site, 'removed', seen, array_agg(loc) FROM dropped WHERE page IS NOT NULL AND stashing
-        GROUP BY site, id / 10000 ORDER BY min(id)
+        SELECT e.site, 'removed', seen, array_agg(e.loc)
+        FROM dropped e
+        JOIN (SELECT site, count(*) > 10000 AS many FROM dropped WHERE page IS NOT NULL GROUP BY site) c
+            ON c.site = e.site
+        WHERE e.page IS NOT NULL AND stashing
+        GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
     ), clusters AS (
         INSERT INTO sitemap_fold_clusters (cluster)
         SELECT DISTINCT cluster FROM dropped WHERE cluster IS NOT NULL
@@ -1063,8 +1071,12 @@ BEGIN
             SELECT site, loc, 'updated', seen FROM sized WHERE announced AND NOT stashing
         ), kept AS (
             INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-            SELECT site, 'updated', seen, array_agg(loc) FROM sized WHERE announced AND stashing
-            GROUP BY site, id / 10000 ORDER BY min(id)
+            SELECT e.site, 'updated', seen, array_agg(e.loc)
+            FROM sized e
+            JOIN (SELECT site, count(*) > 10000 AS many FROM sized WHERE announced GROUP BY site) c
+                ON c.site = e.site
+            WHERE e.announced AND stashing
+            GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
         ), deltas AS (
             SELECT s.site, s.section, s.page,
                    -count(e.id) AS n,
@@ -1091,9 +1103,13 @@ BEGIN
         SELECT site, loc, 'updated', seen FROM sitemap_fold_in_runs WHERE fate = 'kept' AND NOT stashing
     ), kept AS (
         INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT site, 'updated', seen, array_agg(loc) FROM sitemap_fold_in_runs
-        WHERE fate = 'kept' AND stashing
-        GROUP BY site, id / 10000 ORDER BY min(id)
+        SELECT e.site, 'updated', seen, array_agg(e.loc)
+        FROM sitemap_fold_in_runs e
+        JOIN (SELECT site, count(*) > 10000 AS many FROM sitemap_fold_in_runs
+              WHERE fate = 'kept' GROUP BY site) c
+            ON c.site = e.site
+        WHERE e.fate = 'kept' AND stashing
+        GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
     )
     INSERT INTO sitemap_fold_page_deltas
     SELECT site, section, page, 0, 0, 0, 0, 0, count(*), false

@@ -37,10 +37,12 @@ import psycopg
 PAGE = "/sitemap-1.xml.gz"
 
 
-def database_reads(port):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def database_reads(metrics_port):
+    conn = http.client.HTTPConnection("127.0.0.1", metrics_port, timeout=10)
     conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
+    response = conn.getresponse()
+    text = response.read().decode()
+    assert response.status == 200 and "sitemapd_database_reads_total" in text, text[:200]
     reads = {"summaries": 0, "sites": 0, "pages": 0}
     for read, value in re.findall(r'^sitemapd_database_reads_total\{read="(\w+)"\} (\d+)', text, re.M):
         reads[read] = int(value)
@@ -83,7 +85,7 @@ def crawler(port, validators, stop, answers, lock):
 
 def run(database_url, port, seconds, validators=None):
     stop = threading.Event()
-    before = database_reads(port)
+    before = database_reads(port + 1)
     answers, lock = collections.Counter(), threading.Lock()
     threads = [threading.Thread(target=busy_tenant, args=(database_url, stop))]
     if validators:
@@ -101,7 +103,7 @@ def run(database_url, port, seconds, validators=None):
         thread.join()
     # The folds of the last changes, and their warm-up, are in the count.
     time.sleep(2)
-    after = database_reads(port)
+    after = database_reads(port + 1)
     return {k: after[k] - before[k] for k in after}, answers
 
 

@@ -24,6 +24,7 @@ use sqlx::PgConnection;
 
 use super::binary_copy::{self, CopyIn};
 use super::numbering::{self, Limits, PageGain, Tail, Unplaced};
+use super::turn::HeldTurn;
 use super::{Error, Store};
 
 /// Whether a fold waits for one already running elsewhere.
@@ -148,13 +149,10 @@ impl Store {
     /// One fold transaction, of at most `max_rows` changed rows; `None`
     /// when `turn` is [`Turn::Skip`] and another fold holds the turn.
     async fn fold_batch(&self, turn: Turn, max_rows: u64) -> Result<Option<FoldBatch>, Error> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            .execute(&mut *tx)
-            .await?;
-        if !take_turn(&mut tx, turn).await? {
+        let Some(mut held) = HeldTurn::take(&self.pool, turn).await? else {
             return Ok(None);
-        }
+        };
+        let mut tx = held.begin(true).await?;
         let batch = fold_in(
             &mut tx,
             Some(i64::try_from(max_rows.max(1)).unwrap_or(i64::MAX)),
@@ -167,6 +165,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        held.release().await?;
         Ok(Some(batch))
     }
 
@@ -231,35 +230,6 @@ impl Store {
                 .await?;
         }
         Ok(due)
-    }
-}
-
-/// Locks `sitemap_fold_state` for this transaction, before any query takes
-/// its snapshot; false when `turn` is [`Turn::Skip`] and it is taken.
-pub(super) async fn take_turn(
-    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
-    turn: Turn,
-) -> Result<bool, Error> {
-    let lock = match turn {
-        Turn::Wait => {
-            // A fold of a bulk load takes a while; a lock that stays
-            // taken longer than this is a stuck session, reported as such.
-            sqlx::query("SET LOCAL lock_timeout = '60s'")
-                .execute(&mut **tx)
-                .await?;
-            "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE"
-        }
-        Turn::Skip => "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE NOWAIT",
-    };
-    match sqlx::query(lock).execute(&mut **tx).await {
-        Ok(_) => Ok(true),
-        // lock_not_available
-        Err(sqlx::Error::Database(e))
-            if turn == Turn::Skip && e.code().as_deref() == Some("55P03") =>
-        {
-            Ok(false)
-        }
-        Err(error) => Err(error.into()),
     }
 }
 

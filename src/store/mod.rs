@@ -29,6 +29,7 @@ mod numbering;
 mod push;
 mod records;
 mod sites;
+mod turn;
 
 pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
@@ -404,7 +405,7 @@ impl Store {
         entry_budget: u64,
     ) -> Result<(), Error> {
         let mut tx = self.pool.begin().await?;
-        fold::take_turn(&mut tx, Turn::Wait).await?;
+        turn::lock_fold_state(&mut tx).await?;
         sqlx::query("SELECT sitemap_configure_limits($1, $2)")
             .bind(i32::try_from(max_urls).unwrap_or(i32::MAX))
             .bind(i64::try_from(entry_budget).unwrap_or(i64::MAX))
@@ -586,10 +587,10 @@ impl Store {
         limit: i64,
         turn: Turn,
     ) -> Result<Option<Vec<SkippedRow>>, Error> {
-        let mut tx = self.pool.begin().await?;
-        if !fold::take_turn(&mut tx, turn).await? {
+        let Some(mut held) = turn::HeldTurn::take(&self.pool, turn).await? else {
             return Ok(None);
-        }
+        };
+        let mut tx = held.begin(false).await?;
         let skipped = sqlx::query_as(
             "UPDATE sitemap_placements p SET skip_logged = true
              FROM (SELECT id FROM sitemap_placements
@@ -602,6 +603,7 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
+        held.release().await?;
         Ok(Some(skipped))
     }
 

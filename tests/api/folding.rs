@@ -353,9 +353,10 @@ async fn more_rows_than_a_lane_takes_wait_for_the_pass(pool: PgPool) {
 /// A large fold keeps its feed entries a row per site, and a site with
 /// more than 10,000 of them a row per 10,000 ids, however the sites' rows
 /// interleave: one per entry took minutes to write out for 100,000 sites.
+/// So are updates and removals.
 #[sqlx::test]
 async fn a_large_folds_kept_entries_are_grouped_by_site(pool: PgPool) {
-    let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
+    let (state, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
     exec(
         &pool,
         "INSERT INTO sitemap_sites (site, origin, path_prefix)
@@ -383,6 +384,40 @@ async fn a_large_folds_kept_entries_are_grouped_by_site(pool: PgPool) {
             ("small".into(), 3000, 15_000, 5)
         ]
     );
+
+    let kept_per_site = |change: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, (i64, i64)>(
+                "SELECT count(*), coalesce(sum(cardinality(locs)), 0)
+                 FROM sitemap_change_stash WHERE change = $1 AND site <> 'default'",
+            )
+            .bind(change)
+            .fetch_one(&pool)
+            .await
+            .expect("kept entries")
+        }
+    };
+    exec(
+        &pool,
+        "UPDATE sitemap_urls SET lastmod = now() WHERE site <> 'default'",
+    )
+    .await;
+    assert_eq!(fold_on(&mut folder).await, 15_000);
+    assert_eq!(kept_per_site("updated").await, (3000, 15_000));
+    exec(&pool, "DELETE FROM sitemap_urls WHERE site <> 'default'").await;
+    fold_on(&mut folder).await;
+    assert_eq!(kept_per_site("removed").await, (3000, 15_000));
+    state
+        .store
+        .write_out_feed(Turn::Wait)
+        .await
+        .expect("written out");
+    let written: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_changes")
+        .fetch_one(&pool)
+        .await
+        .expect("feed");
+    assert_eq!(written, 40_000 + 15_000 + 15_000, "every entry written out");
 }
 
 /// New rows have no placement, and a fold knows it without looking: rows
@@ -750,6 +785,11 @@ async fn fold_and_die(
         .fetch_one(&mut *folder)
         .await
         .expect("pid");
+    exec_on(
+        &mut folder,
+        "SELECT pg_advisory_lock(hashtext('sitemapd'), hashtext('fold turn'))",
+    )
+    .await;
     exec_on(&mut folder, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
     exec_on(
         &mut folder,

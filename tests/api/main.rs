@@ -3,6 +3,7 @@
 
 mod browser;
 mod caching;
+mod clusters;
 mod commands;
 mod connections;
 mod deploy;
@@ -24,6 +25,7 @@ mod receiver;
 mod scale;
 mod schema;
 mod sites;
+mod standbys;
 mod startup;
 mod submit;
 mod tenants;

@@ -211,8 +211,8 @@ async fn the_periodic_skip_report_leaves_its_round_to_a_running_fold(pool: PgPoo
 
     // While a fold holds the turn, a round takes nothing and does not wait
     // (waiting would end in the 60 s lock timeout).
-    let mut fold = app.pool.begin().await.expect("begin");
-    sqlx::query("LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE")
+    let mut fold = app.pool.acquire().await.expect("connection");
+    sqlx::query("SELECT pg_advisory_lock(hashtext('sitemapd'), hashtext('fold turn'))")
         .execute(&mut *fold)
         .await
         .expect("the fold's turn");
@@ -224,7 +224,10 @@ async fn the_periodic_skip_report_leaves_its_round_to_a_running_fold(pool: PgPoo
     .expect("the round does not wait for the fold")
     .expect("round");
     assert!(round.is_empty(), "{round:?}");
-    fold.rollback().await.expect("rollback");
+    sqlx::query("SELECT pg_advisory_unlock(hashtext('sitemapd'), hashtext('fold turn'))")
+        .execute(&mut *fold)
+        .await
+        .expect("the turn ends");
 
     // The row is still to report, once.
     let reported: Vec<String> = app

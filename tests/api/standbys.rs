@@ -1,0 +1,207 @@
+//! Past one database server: replicas over clusters the tests start
+//! themselves (see `clusters`).
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use sitemapd::store::{Store, Turn};
+use sqlx::PgPool;
+
+use crate::clusters::Cluster;
+use crate::helpers::{BASE_URL, TestApp, exec};
+use crate::write_api::TOKEN;
+
+/// Lines of a server's log that report an error.
+fn errors(log: &str) -> Vec<&str> {
+    log.lines().filter(|line| line.contains("ERROR:")).collect()
+}
+
+/// Waits (10 s at most) until `standby` has replayed all `primary` wrote.
+async fn until_replayed(primary: &PgPool, standby: &PgPool) {
+    let written: String = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+        .fetch_one(primary)
+        .await
+        .expect("the primary's position");
+    let started = Instant::now();
+    loop {
+        let replayed: bool = sqlx::query_scalar("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn")
+            .bind(&written)
+            .fetch_one(standby)
+            .await
+            .expect("the standby's position");
+        if replayed {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the standby did not replay"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Replicas take turns folding without an error in PostgreSQL's log: the
+/// one whose turn it is not hears so from a try-lock, where a failed
+/// `LOCK … NOWAIT` logged an ERROR each time (about 3 a second with two
+/// replicas).
+#[tokio::test]
+async fn replicas_taking_turns_leave_no_error_in_the_servers_log() {
+    let cluster = Cluster::primary();
+    let pool = cluster.pool("sitemapd").await;
+    Store::from_pool(pool.clone())
+        .migrate()
+        .await
+        .expect("migrated");
+    let busy = |s: &mut sitemapd::config::Settings| {
+        s.fold_interval_ms = 10;
+        s.skip_report_interval_ms = 20;
+    };
+    let first = TestApp::spawn_with(pool.clone(), busy).await;
+    let second = TestApp::spawn_with(pool.clone(), busy).await;
+
+    // A turn held elsewhere is refused, not waited for.
+    let mut holder = pool.acquire().await.expect("connection");
+    exec_on_conn(
+        &mut holder,
+        "SELECT pg_advisory_lock(hashtext('sitemapd'), hashtext('fold turn'))",
+    )
+    .await;
+    assert_eq!(
+        first.state.store.fold(Turn::Skip).await.expect("fold"),
+        None
+    );
+    exec_on_conn(
+        &mut holder,
+        "SELECT pg_advisory_unlock(hashtext('sitemapd'), hashtext('fold turn'))",
+    )
+    .await;
+    drop(holder);
+
+    for round in 0..60 {
+        exec(
+            &pool,
+            &format!(
+                "INSERT INTO sitemap_urls (loc) VALUES ('{BASE_URL}r{round}'), ('https://elsewhere.example/{round}')"
+            ),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    first.fold().await;
+    assert_eq!(second.served_locs().await.len(), 60);
+
+    let log = cluster.log();
+    assert!(
+        log.contains("database system is ready to accept connections"),
+        "the cluster's own log: {log}"
+    );
+    assert_eq!(
+        errors(&log),
+        Vec::<&str>::new(),
+        "errors in the server's log"
+    );
+}
+
+/// The read path over a real hot standby: the index, pages, the news
+/// sitemap, the HTML view, URL lookups and stats answer from it, and
+/// nothing sent to it is refused in recovery (its log has no error). The
+/// primary holds no row the standby serves: the page is the standby's.
+#[tokio::test]
+async fn the_read_path_runs_on_a_hot_standby() {
+    let primary = Cluster::primary();
+    let pool = primary.pool("sitemapd").await;
+    Store::from_pool(pool.clone())
+        .migrate()
+        .await
+        .expect("migrated");
+    let standby = Cluster::standby_of(&primary);
+    let replica = standby.pool("sitemapd").await;
+    let in_recovery: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
+        .fetch_one(&replica)
+        .await
+        .expect("the standby answers");
+    assert!(in_recovery, "a hot standby");
+
+    let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
+    let app = TestApp::spawn_on(store, pool.clone(), |s| {
+        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
+        s.summary_max_age_ms = 1000;
+        s.warm_up_interval_ms = 50;
+    })
+    .await;
+    app.insert_urls("", "page-", 3).await;
+    let published = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("a date");
+    sqlx::query("INSERT INTO sitemap_urls (section, loc, news) VALUES ('news', $1, $2::jsonb)")
+        .bind(format!("{BASE_URL}story"))
+        .bind(
+            serde_json::json!({
+                "publication_name": "The Example Times",
+                "language": "en",
+                "publication_date": published,
+                "title": "A story",
+            })
+            .to_string(),
+        )
+        .execute(&pool)
+        .await
+        .expect("an article");
+    app.fold().await;
+    until_replayed(&pool, &replica).await;
+
+    let auth = format!("Bearer {TOKEN}");
+    let mut bodies = Vec::new();
+    for path in [
+        "/sitemap_index.xml",
+        "/sitemap-1.xml",
+        "/sitemap_news.xml",
+        "/sitemaps.html",
+        "/sitemaps.html?page=sitemap-1",
+        &format!("/sitemaps.html?loc={BASE_URL}page-2"),
+        &format!("/api/v1/urls?loc={BASE_URL}page-2"),
+        "/api/v1/stats",
+    ] {
+        let response = app
+            .send(Method::GET, path, &[("authorization", &auth)], "")
+            .await;
+        let status = response.status().as_u16();
+        let body = response.text().await.expect("body");
+        assert_eq!(status, 200, "{path}: {body}");
+        bodies.push(body);
+    }
+    assert!(bodies[1].contains(&format!("<loc>{BASE_URL}page-2</loc>")));
+    assert!(bodies[2].contains("<news:title>A story</news:title>"));
+    assert!(bodies[6].contains("page-2"), "{}", bodies[6]);
+    // Rows the standby has not replayed are not in its pages yet.
+    sqlx::query("SELECT pg_wal_replay_pause()")
+        .execute(&replica)
+        .await
+        .expect("replay paused");
+    app.insert_urls("", "unreplayed-", 1).await;
+    app.fold().await;
+    let page = app.get("/sitemap-1.xml").await.text().await.expect("page");
+    assert!(
+        page.contains("page-3") && !page.contains("unreplayed-"),
+        "{page}"
+    );
+    sqlx::query("SELECT pg_wal_replay_resume()")
+        .execute(&replica)
+        .await
+        .expect("replay resumed");
+
+    let log = standby.log();
+    assert!(
+        log.contains("database system is ready to accept read-only connections"),
+        "{log}"
+    );
+    assert_eq!(
+        errors(&log),
+        Vec::<&str>::new(),
+        "the standby refused statements"
+    );
+}
+
+async fn exec_on_conn(conn: &mut sqlx::PgConnection, sql: &'static str) {
+    sqlx::query(sql).execute(conn).await.expect(sql);
+}
