@@ -26,7 +26,7 @@ use crate::pages::summaries::Summaries;
 use crate::pages::{Indexes, Pages, cache::PageCache, fingerprint, sitemap_lines, warmup};
 use crate::site::{Directory, Site};
 use crate::sitemap;
-use crate::store::{self, Retention, Store, Turn};
+use crate::store::{self, ReadRouteMetrics, Retention, Store, Turn};
 
 /// Connections the operators' port (`metrics_listen`) serves at once: it
 /// answers scrapers and probes, not the public.
@@ -49,6 +49,9 @@ pub struct App {
     connections: connections::Limits,
     /// How long in-flight responses may take to finish after shutdown begins.
     shutdown_grace: Duration,
+    /// The standby's watcher's bounds (`read_max_lag_ms`, and
+    /// `db_acquire_timeout_ms` for each look), and what it counts on.
+    standby_watch: (Duration, Duration, ReadRouteMetrics),
 }
 
 /// Applies the configuration to the schema: the page limits, and the
@@ -141,6 +144,7 @@ impl App {
         apply_config(&store, config).await?;
         let metrics = Arc::new(Metrics::default());
         let store = store.with_serving_reads(metrics.serving_reads());
+        let read_route = metrics.read_route();
         let pages = Arc::new(pages(&store, config, &metrics));
         let sites = Arc::new(directory(store.clone(), config));
         let announcers = announcers_with(&store, config, &sites, &pages.indexes, &metrics);
@@ -187,6 +191,11 @@ impl App {
                 overflow_connections: (settings.max_connections as usize / 16).clamp(8, 256),
             },
             shutdown_grace: Duration::from_secs(settings.shutdown_grace_seconds),
+            standby_watch: (
+                Duration::from_millis(settings.read_max_lag_ms),
+                Duration::from_millis(settings.db_acquire_timeout_ms),
+                read_route,
+            ),
         })
     }
 
@@ -284,6 +293,12 @@ impl App {
             self.skip_report_interval,
         )));
         start(Box::pin(self.folder.clone().run()));
+        if state.store.reads().has_standby() {
+            let (max_lag, timeout, metrics) = self.standby_watch.clone();
+            start(Box::pin(
+                state.store.reads().clone().watch(max_lag, timeout, metrics),
+            ));
+        }
         start(Box::pin(changes::follow(
             state.store.clone(),
             Followers {

@@ -47,6 +47,8 @@ pub struct Settings {
     pub(crate) database_read_url: Option<DatabaseUrl>,
     pub(crate) db_max_connections: u32,
     pub db_acquire_timeout_ms: u64,
+    /// How far behind the primary the standby may replay and still be read.
+    pub read_max_lag_ms: u64,
     /// How long a read made for serving waits for the database's next answer.
     pub db_read_timeout_ms: u64,
     pub listen: SocketAddr,

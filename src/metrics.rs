@@ -11,7 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::store::ServingReads;
+use crate::store::{ReadRouteMetrics, ServingReads};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -57,6 +57,11 @@ struct ReadLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabels {
+    server: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PoolLabels {
     state: &'static str,
 }
@@ -73,6 +78,8 @@ pub(crate) struct Metrics {
     hreflang_cluster_problems: Gauge,
     pool: Family<PoolLabels, Gauge>,
     database_reads: Family<ReadLabels, Counter>,
+    read_fallbacks: Counter,
+    read_server: Family<ServerLabels, Gauge>,
     pages_served: Family<SourceLabels, Counter>,
     page_cache_bytes: Gauge,
     connections_open: Family<TierLabels, Gauge>,
@@ -145,6 +152,18 @@ impl Default for Metrics {
             "database_reads",
             "Reads serving made from the database, by what they read (summaries, sites, pages): those its caches did not spare",
             database_reads.clone(),
+        );
+        let read_fallbacks = Counter::default();
+        registry.register(
+            "read_fallbacks",
+            "Times the sitemaps' reads left the standby (database_read_url) for the primary: it did not answer, or lagged",
+            read_fallbacks.clone(),
+        );
+        let read_server = Family::<ServerLabels, Gauge>::default();
+        registry.register(
+            "read_server",
+            "Where the sitemaps' reads go now: 1 for that server (primary or standby)",
+            read_server.clone(),
         );
         let pages_served = Family::<SourceLabels, Counter>::default();
         registry.register(
@@ -255,11 +274,27 @@ impl Default for Metrics {
             hreflang_cluster_problems,
             pool,
             database_reads,
+            read_fallbacks,
+            read_server,
         }
     }
 }
 
 impl Metrics {
+    /// What the standby's watcher moves as it moves the reads.
+    pub(crate) fn read_route(&self) -> ReadRouteMetrics {
+        let server = |server| {
+            self.read_server
+                .get_or_create(&ServerLabels { server })
+                .clone()
+        };
+        ReadRouteMetrics {
+            fallbacks: self.read_fallbacks.clone(),
+            on_primary: server("primary"),
+            on_standby: server("standby"),
+        }
+    }
+
     /// The counters the store counts serving's reads on.
     pub(crate) fn serving_reads(&self) -> ServingReads {
         let counter = |read| {

@@ -76,7 +76,7 @@ impl Store {
                  ORDER BY section, page",
             )
             .bind(site)
-            .fetch_all(&self.read),
+            .fetch_all(self.read.pool()),
         )
         .await
     }
@@ -89,7 +89,7 @@ impl Store {
                  WHERE site = $1 AND listed ORDER BY file",
             )
             .bind(site)
-            .fetch_all(&self.read),
+            .fetch_all(self.read.pool()),
         )
         .await
     }
@@ -122,7 +122,7 @@ impl Store {
             .bind(page)
             .bind(skip)
             .bind(limit)
-            .fetch_all(&self.read),
+            .fetch_all(self.read.pool()),
         )
         .await
     }
@@ -144,7 +144,7 @@ impl Store {
             )
             .bind(site)
             .bind(loc)
-            .fetch_optional(&self.read),
+            .fetch_optional(self.read.pool()),
         )
         .await
     }
@@ -168,7 +168,7 @@ impl Store {
             .bind(site)
             .bind(SKIP_EXAMPLES)
             .bind(SKIP_REASONS)
-            .fetch_all(&self.read),
+            .fetch_all(self.read.pool()),
         )
         .await
     }

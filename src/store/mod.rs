@@ -27,6 +27,7 @@ mod fold;
 mod import;
 mod numbering;
 mod push;
+mod reads;
 mod records;
 mod sites;
 mod turn;
@@ -35,6 +36,8 @@ pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub(crate) use import::ImportCounts;
 pub(crate) use push::ChangeBatch;
+pub(crate) use reads::ReadRouteMetrics;
+use reads::Reads;
 pub(crate) use records::{ClusterStats, SiteStats, StoredRecord};
 pub(crate) use sites::SiteWriteError;
 pub use sites::{StoredSite, Written};
@@ -132,7 +135,7 @@ fn out_of_order<'a>(
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
-    read: PgPool,
+    read: Reads,
     /// How long a read for serving waits for the database's next answer.
     read_timeout: Duration,
     /// Where the news sitemap's window ends: now, as the service has it.
@@ -282,10 +285,14 @@ impl Store {
             connected => connected?,
         };
         let read = match &settings.database_read_url {
-            None => pool.clone(),
+            None => Reads::primary_only(pool.clone()),
             Some(read_url) => {
                 let options = workload.apply(PgConnectOptions::from_str(read_url.expose())?);
-                pool_options(settings).connect_with(options).await?
+                Reads::with_standby(
+                    pool.clone(),
+                    pool_options(settings).connect_lazy_with(options),
+                    read_url.redacted().to_string(),
+                )
             }
         };
         Ok(Store {
@@ -301,7 +308,7 @@ impl Store {
     /// One pool for reads and writes.
     pub fn from_pool(pool: PgPool) -> Store {
         Store {
-            read: pool.clone(),
+            read: Reads::primary_only(pool.clone()),
             pool,
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
@@ -344,9 +351,30 @@ impl Store {
         }
     }
 
-    /// Sends the sitemaps' reads to `read` (a replica) from now on.
+    /// Sends the sitemaps' reads to `read` (a standby) from now on, once
+    /// the service's watcher finds it usable ([`Store::reads_on_standby`]).
     pub fn with_read_pool(self, read: PgPool) -> Store {
-        Store { read, ..self }
+        let options = read.connect_options();
+        let name = format!(
+            "{}:{}/{}",
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap_or_default()
+        );
+        Store {
+            read: Reads::with_standby(self.pool.clone(), read, name),
+            ..self
+        }
+    }
+
+    /// Whether the sitemaps' reads go to the standby now.
+    pub fn reads_on_standby(&self) -> bool {
+        self.read.on_standby()
+    }
+
+    /// Where the sitemaps' reads go, for the watcher to move them.
+    pub(crate) fn reads(&self) -> &Reads {
+        &self.read
     }
 
     /// The same database through a pool of its own, of `connections` at
@@ -359,7 +387,7 @@ impl Store {
             .max_connections(connections)
             .connect_lazy_with(options);
         Store {
-            read: pool.clone(),
+            read: Reads::primary_only(pool.clone()),
             pool,
             ..self.clone()
         }
@@ -415,11 +443,10 @@ impl Store {
         Ok(())
     }
 
-    /// Whether the database (and the read replica, if any) answers.
+    /// Whether the primary answers: reads go there when the standby does
+    /// not.
     pub(crate) async fn ping(&self) -> Result<(), Error> {
         self.in_time(sqlx::query("SELECT 1").execute(&self.pool))
-            .await?;
-        self.in_time(sqlx::query("SELECT 1").execute(&self.read))
             .await?;
         Ok(())
     }
@@ -441,7 +468,7 @@ impl Store {
             )
             .bind(site)
             .bind(NEWS_SECTION)
-            .fetch_all(&self.read),
+            .fetch_all(self.read.pool()),
         )
         .await
     }
@@ -453,7 +480,7 @@ impl Store {
                 "SELECT greatest((SELECT max(lastmod) FROM sitemap_pages),
                                  (SELECT max(lastmod) FROM sitemap_news_files))",
             )
-            .fetch_one(&self.read),
+            .fetch_one(self.read.pool()),
         )
         .await
     }
@@ -480,7 +507,7 @@ impl Store {
             .bind(after)
             .bind(limit)
             .bind(NEWS_SECTION)
-            .fetch_all(&self.read),
+            .fetch_all(self.read.pool()),
         )
         .await
     }
@@ -512,7 +539,7 @@ impl Store {
         .bind(site)
         .bind(section)
         .bind(page)
-        .fetch(&self.read);
+        .fetch(self.read.pool());
         futures_util::stream::unfold(Some(rows), move |rows| async move {
             let mut rows = rows?;
             match tokio::time::timeout(self.read_timeout, rows.next()).await {
@@ -540,7 +567,7 @@ impl Store {
             .bind(site)
             .bind(section)
             .bind(page)
-            .fetch_optional(&self.read),
+            .fetch_optional(self.read.pool()),
         )
         .await?;
         Ok(found.unwrap_or_default())
@@ -562,7 +589,7 @@ impl Store {
             )
             .bind(site)
             .bind(file)
-            .fetch_all(&self.read),
+            .fetch_all(self.read.pool()),
         )
         .await
     }

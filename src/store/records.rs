@@ -97,7 +97,7 @@ impl Store {
         )
         .bind(site)
         .bind(loc)
-        .fetch_optional(&self.read)
+        .fetch_optional(self.read.pool())
         .await?)
     }
 
@@ -127,7 +127,7 @@ impl Store {
         &self,
         site: Option<&str>,
     ) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
-        let mut tx = self.read.begin().await?;
+        let mut tx = self.read.pool().begin().await?;
         // One snapshot for every read, so pages and skips agree.
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)

@@ -105,6 +105,20 @@ impl Cluster {
         );
     }
 
+    pub(crate) fn stop(&self) {
+        server_command(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().display().to_string(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        );
+    }
+
     pub(crate) fn url(&self, database: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }

@@ -57,6 +57,18 @@ impl TestApp {
         panic!("the change listener was not heard within 5 s");
     }
 
+    /// Waits (bounded) until the sitemaps' reads go to the standby: the
+    /// service's watcher has found it answering and keeping up.
+    pub(crate) async fn until_reads_on_standby(&self) {
+        for _ in 0..1000 {
+            if self.state.store.reads_on_standby() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("reads did not go to the standby within 10 s");
+    }
+
     /// The service with its defaults, but serving [`BASE_URL`].
     pub(crate) async fn spawn(pool: PgPool) -> TestApp {
         Self::spawn_with(pool, |_| {}).await

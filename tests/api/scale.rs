@@ -574,6 +574,7 @@ async fn reads_go_to_the_read_replica_and_writes_to_the_primary(pool: PgPool) {
 
     let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
     let app = TestApp::spawn_on(store, pool.clone(), |_| {}).await;
+    app.until_reads_on_standby().await;
     app.insert_urls("", "not-yet-replayed-", 2).await;
     assert_eq!(app.served_locs().await, [format!("{BASE_URL}replayed")]);
     let page = gunzip(&gz_body(&app, "/sitemap-1.xml.gz").await);

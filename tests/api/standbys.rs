@@ -149,6 +149,7 @@ async fn the_read_path_runs_on_a_hot_standby() {
         .expect("an article");
     app.fold().await;
     until_replayed(&pool, &replica).await;
+    app.until_reads_on_standby().await;
 
     let auth = format!("Bearer {TOKEN}");
     let mut bodies = Vec::new();
@@ -204,4 +205,79 @@ async fn the_read_path_runs_on_a_hot_standby() {
 
 async fn exec_on_conn(conn: &mut sqlx::PgConnection, sql: &'static str) {
     sqlx::query(sql).execute(conn).await.expect(sql);
+}
+
+async fn page(app: &TestApp) -> String {
+    app.get("/sitemap-1.xml").await.text().await.expect("page")
+}
+
+/// Waits (bounded) until `check` holds; returns how long it took.
+async fn until(what: &str, limit: Duration, check: impl Fn() -> bool) -> Duration {
+    let started = Instant::now();
+    while !check() {
+        assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    started.elapsed()
+}
+
+/// A standby that is down costs nothing visible. `serve` starts while it
+/// is down and reads from the primary; once it answers, reads go to it;
+/// stopped again, reads are back on the primary within the acquire
+/// timeout, `/readyz` stays `200`, and each move is counted.
+#[tokio::test]
+async fn a_standby_that_is_down_sends_reads_to_the_primary_until_it_answers() {
+    const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(500);
+    let primary = Cluster::primary();
+    let pool = primary.pool("sitemapd").await;
+    Store::from_pool(pool.clone())
+        .migrate()
+        .await
+        .expect("migrated");
+    let standby = Cluster::standby_of(&primary);
+    standby.stop();
+    let replica = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_lazy(&standby.url("sitemapd"))
+        .expect("a lazy pool");
+    let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
+    let app = TestApp::spawn_on(store, pool.clone(), |s| {
+        s.db_acquire_timeout_ms = ACQUIRE_TIMEOUT.as_millis() as u64;
+    })
+    .await;
+    app.insert_urls("", "page-", 2).await;
+    app.fold().await;
+    assert!(page(&app).await.contains("page-2"), "read from the primary");
+    assert_eq!(app.get("/readyz").await.status(), 200);
+    assert!(!app.state.store.reads_on_standby());
+
+    standby.start();
+    app.until_reads_on_standby().await;
+    until_replayed(&pool, &replica).await;
+    assert!(page(&app).await.contains("page-2"));
+
+    standby.stop();
+    let moved = until("reads back on the primary", ACQUIRE_TIMEOUT * 4, || {
+        !app.state.store.reads_on_standby()
+    })
+    .await;
+    assert!(
+        moved <= ACQUIRE_TIMEOUT + Duration::from_millis(500),
+        "{moved:?}"
+    );
+    app.insert_urls("", "while-down-", 1).await;
+    app.fold().await;
+    assert!(page(&app).await.contains("while-down-1"));
+    assert_eq!(app.get("/readyz").await.status(), 200);
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    for expected in [
+        "sitemapd_read_fallbacks_total 1",
+        r#"sitemapd_read_server{server="primary"} 1"#,
+        r#"sitemapd_read_server{server="standby"} 0"#,
+    ] {
+        assert!(
+            metrics.contains(expected),
+            "missing {expected} in\n{metrics}"
+        );
+    }
 }

@@ -1,0 +1,177 @@
+//! Where the sitemaps' reads go: to the standby (`database_read_url`) while
+//! it answers and keeps up, to the primary otherwise.
+//!
+//! A watcher asks the standby every [`CHECK_INTERVAL`] how far it has
+//! replayed, against where the primary is. A standby that does not answer
+//! within `db_acquire_timeout_ms`, or lags by more than `read_max_lag_ms`,
+//! gets no reads until it answers and keeps up again; each change is logged
+//! once, naming the standby, and counted. Reads begin on the primary, and
+//! the standby's pool connects only when asked: a standby that is down at
+//! the start costs the start nothing.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use sqlx::PgPool;
+
+/// How often the watcher asks the standby.
+const CHECK_INTERVAL: Duration = Duration::from_millis(250);
+
+/// The reads' servers.
+#[derive(Debug, Clone)]
+pub(crate) struct Reads {
+    primary: PgPool,
+    standby: Option<Arc<Standby>>,
+}
+
+#[derive(Debug)]
+struct Standby {
+    pool: PgPool,
+    /// How logs name it: host, port and database, without a password.
+    name: String,
+    usable: AtomicBool,
+}
+
+/// Counted as reads move: `fallbacks` each time they leave the standby, and
+/// which server they go to (1 for the one, 0 for the other).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReadRouteMetrics {
+    pub(crate) fallbacks: Counter,
+    pub(crate) on_primary: Gauge,
+    pub(crate) on_standby: Gauge,
+}
+
+/// What a look at the standby found.
+#[derive(Debug, Clone, PartialEq)]
+enum Verdict {
+    Usable,
+    Down(String),
+    Lagging(Duration),
+}
+
+impl Reads {
+    /// Every read on the primary.
+    pub(crate) fn primary_only(primary: PgPool) -> Reads {
+        Reads {
+            primary,
+            standby: None,
+        }
+    }
+
+    /// Reads on `standby` (named `name` in logs) once the watcher finds it
+    /// usable, on `primary` until then and whenever it is not.
+    pub(crate) fn with_standby(primary: PgPool, standby: PgPool, name: String) -> Reads {
+        Reads {
+            primary,
+            standby: Some(Arc::new(Standby {
+                pool: standby,
+                name,
+                usable: AtomicBool::new(false),
+            })),
+        }
+    }
+
+    /// The pool the next read goes to.
+    pub(crate) fn pool(&self) -> &PgPool {
+        match &self.standby {
+            Some(standby) if standby.usable.load(Ordering::Acquire) => &standby.pool,
+            _ => &self.primary,
+        }
+    }
+
+    /// Whether reads go to a standby now.
+    pub(crate) fn on_standby(&self) -> bool {
+        self.standby
+            .as_ref()
+            .is_some_and(|standby| standby.usable.load(Ordering::Acquire))
+    }
+
+    /// Whether there is a standby to watch.
+    pub(crate) fn has_standby(&self) -> bool {
+        self.standby.is_some()
+    }
+
+    /// Watches the standby until aborted: each look bounded by `timeout`,
+    /// reads moved as it finds the standby usable or not.
+    pub(crate) async fn watch(
+        self,
+        max_lag: Duration,
+        timeout: Duration,
+        metrics: ReadRouteMetrics,
+    ) {
+        let Some(standby) = self.standby.clone() else {
+            return;
+        };
+        metrics.on_primary.set(1);
+        metrics.on_standby.set(0);
+        let mut last: Option<Verdict> = None;
+        loop {
+            let verdict = match tokio::time::timeout(timeout, self.look(&standby, max_lag)).await {
+                Ok(verdict) => verdict,
+                Err(_) => Verdict::Down(format!("no answer within {} ms", timeout.as_millis())),
+            };
+            let usable = verdict == Verdict::Usable;
+            let was_usable = standby.usable.swap(usable, Ordering::AcqRel);
+            if usable != was_usable || last.is_none() {
+                match &verdict {
+                    Verdict::Usable => tracing::info!(
+                        standby = %standby.name,
+                        "reads go to the standby"
+                    ),
+                    Verdict::Down(error) => tracing::warn!(
+                        standby = %standby.name,
+                        %error,
+                        "the standby does not answer: reads go to the primary until it does"
+                    ),
+                    Verdict::Lagging(lag) => tracing::warn!(
+                        standby = %standby.name,
+                        lag_ms = lag.as_millis() as u64,
+                        max_lag_ms = max_lag.as_millis() as u64,
+                        "the standby lags: reads go to the primary until it keeps up"
+                    ),
+                }
+                if was_usable && !usable {
+                    metrics.fallbacks.inc();
+                }
+                metrics.on_standby.set(i64::from(usable));
+                metrics.on_primary.set(i64::from(!usable));
+            }
+            last = Some(verdict);
+            tokio::time::sleep(CHECK_INTERVAL).await;
+        }
+    }
+
+    /// How far the standby has replayed against where the primary is. A
+    /// read server not in recovery (a database of its own) is usable while
+    /// it answers; so is a standby while the primary does not answer.
+    async fn look(&self, standby: &Standby, max_lag: Duration) -> Verdict {
+        let primary_at: Option<String> = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+            .fetch_one(&self.primary)
+            .await
+            .ok();
+        let found: Result<(bool, Option<bool>, Option<f64>), sqlx::Error> = sqlx::query_as(
+            "SELECT pg_is_in_recovery(),
+                    pg_last_wal_replay_lsn() >= $1::pg_lsn,
+                    extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8",
+        )
+        .bind(primary_at.as_deref())
+        .fetch_one(&standby.pool)
+        .await;
+        match found {
+            Err(error) => Verdict::Down(error.to_string()),
+            Ok((false, _, _)) | Ok((true, Some(true), _)) => Verdict::Usable,
+            Ok((true, _, _)) if primary_at.is_none() => Verdict::Usable,
+            Ok((true, _, lag)) => {
+                let lag = Duration::from_secs_f64(lag.unwrap_or(f64::MAX).clamp(0.0, 1e9));
+                if lag <= max_lag {
+                    Verdict::Usable
+                } else {
+                    Verdict::Lagging(lag)
+                }
+            }
+        }
+    }
+}
