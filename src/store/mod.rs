@@ -367,9 +367,22 @@ impl Store {
         }
     }
 
-    /// Whether the sitemaps' reads go to the standby now.
+    /// Notes a write of this process: reads go to the primary until the
+    /// standby has replayed it.
+    pub(crate) async fn note_write(&self) -> Result<(), Error> {
+        Ok(self.read.note_write().await?)
+    }
+
+    /// Whether the sitemaps' reads go to the standby now: it answers and
+    /// keeps up.
     pub fn reads_on_standby(&self) -> bool {
         self.read.on_standby()
+    }
+
+    /// Whether the next read goes to the standby: it is usable, and has
+    /// replayed this process's last write.
+    pub fn reads_go_to_standby(&self) -> bool {
+        self.read.next_on_standby()
     }
 
     /// Where the sitemaps' reads go, for the watcher to move them.

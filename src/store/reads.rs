@@ -8,9 +8,13 @@
 //! once, naming the standby, and counted. Reads begin on the primary, and
 //! the standby's pool connects only when asked: a standby that is down at
 //! the start costs the start nothing.
+//!
+//! A write through this process's API is read back from it at once: until
+//! the watcher has seen the standby replay past the write's position in
+//! the primary's WAL, reads go to the primary.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
@@ -33,6 +37,11 @@ struct Standby {
     /// How logs name it: host, port and database, without a password.
     name: String,
     usable: AtomicBool,
+    /// How far it has replayed the primary's WAL, as last seen (`u64::MAX`
+    /// for a server not in recovery: nothing to wait for).
+    replayed: AtomicU64,
+    /// Where the primary's WAL was after this process's last write.
+    written: AtomicU64,
 }
 
 /// Counted as reads move: `fallbacks` each time they leave the standby, and
@@ -42,6 +51,17 @@ pub(crate) struct ReadRouteMetrics {
     pub(crate) fallbacks: Counter,
     pub(crate) on_primary: Gauge,
     pub(crate) on_standby: Gauge,
+}
+
+/// How far a standby has replayed.
+#[derive(Debug, sqlx::FromRow)]
+struct Replay {
+    in_recovery: bool,
+    replayed: Option<String>,
+    /// Past the primary's position when the look began.
+    caught_up: Option<bool>,
+    /// Since the last transaction it replayed committed.
+    lag_seconds: Option<f64>,
 }
 
 /// What a look at the standby found.
@@ -70,16 +90,46 @@ impl Reads {
                 pool: standby,
                 name,
                 usable: AtomicBool::new(false),
+                replayed: AtomicU64::new(0),
+                written: AtomicU64::new(0),
             })),
         }
     }
 
     /// The pool the next read goes to.
     pub(crate) fn pool(&self) -> &PgPool {
-        match &self.standby {
-            Some(standby) if standby.usable.load(Ordering::Acquire) => &standby.pool,
-            _ => &self.primary,
-        }
+        self.next_standby()
+            .map_or(&self.primary, |standby| &standby.pool)
+    }
+
+    /// Whether the next read goes to the standby.
+    pub(crate) fn next_on_standby(&self) -> bool {
+        self.next_standby().is_some()
+    }
+
+    /// The standby, when it is usable and has replayed this process's last
+    /// write.
+    fn next_standby(&self) -> Option<&Standby> {
+        self.standby.as_deref().filter(|standby| {
+            standby.usable.load(Ordering::Acquire)
+                && standby.replayed.load(Ordering::Acquire)
+                    >= standby.written.load(Ordering::Acquire)
+        })
+    }
+
+    /// Notes where the primary's WAL is after a write of this process, so
+    /// reads go to the primary until the standby has replayed past it.
+    pub(crate) async fn note_write(&self) -> Result<(), sqlx::Error> {
+        let Some(standby) = &self.standby else {
+            return Ok(());
+        };
+        let at: String = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+            .fetch_one(&self.primary)
+            .await?;
+        standby
+            .written
+            .fetch_max(wal_position(&at).unwrap_or(u64::MAX), Ordering::AcqRel);
+        Ok(())
     }
 
     /// Whether reads go to a standby now.
@@ -152,20 +202,30 @@ impl Reads {
             .fetch_one(&self.primary)
             .await
             .ok();
-        let found: Result<(bool, Option<bool>, Option<f64>), sqlx::Error> = sqlx::query_as(
-            "SELECT pg_is_in_recovery(),
-                    pg_last_wal_replay_lsn() >= $1::pg_lsn,
-                    extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8",
+        let found: Result<Replay, sqlx::Error> = sqlx::query_as(
+            "SELECT pg_is_in_recovery() AS in_recovery,
+                    pg_last_wal_replay_lsn()::text AS replayed,
+                    pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up,
+                    extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8
+                        AS lag_seconds",
         )
         .bind(primary_at.as_deref())
         .fetch_one(&standby.pool)
         .await;
+        if let Ok(replay) = &found {
+            let replayed = match &replay.replayed {
+                Some(at) if replay.in_recovery => wal_position(at).unwrap_or(0),
+                _ => u64::MAX,
+            };
+            standby.replayed.store(replayed, Ordering::Release);
+        }
         match found {
             Err(error) => Verdict::Down(error.to_string()),
-            Ok((false, _, _)) | Ok((true, Some(true), _)) => Verdict::Usable,
-            Ok((true, _, _)) if primary_at.is_none() => Verdict::Usable,
-            Ok((true, _, lag)) => {
-                let lag = Duration::from_secs_f64(lag.unwrap_or(f64::MAX).clamp(0.0, 1e9));
+            Ok(replay) if !replay.in_recovery || replay.caught_up == Some(true) => Verdict::Usable,
+            Ok(_) if primary_at.is_none() => Verdict::Usable,
+            Ok(replay) => {
+                let lag =
+                    Duration::from_secs_f64(replay.lag_seconds.unwrap_or(f64::MAX).clamp(0.0, 1e9));
                 if lag <= max_lag {
                     Verdict::Usable
                 } else {
@@ -173,5 +233,24 @@ impl Reads {
                 }
             }
         }
+    }
+}
+
+/// A WAL position (`pg_lsn` as text, `16/B374D848`) as a number.
+fn wal_position(lsn: &str) -> Option<u64> {
+    let (high, low) = lsn.split_once('/')?;
+    Some((u64::from_str_radix(high, 16).ok()? << 32) | u64::from_str_radix(low, 16).ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wal_positions_order_as_the_server_orders_them() {
+        assert_eq!(wal_position("0/0"), Some(0));
+        assert_eq!(wal_position("16/B374D848"), Some(0x16_B374_D848));
+        assert!(wal_position("1/0") > wal_position("0/FFFFFFFF"));
+        assert_eq!(wal_position("nonsense"), None);
     }
 }

@@ -9,7 +9,7 @@ use sqlx::PgPool;
 
 use crate::clusters::Cluster;
 use crate::helpers::{BASE_URL, TestApp, exec};
-use crate::write_api::TOKEN;
+use crate::write_api::{TOKEN, put};
 
 /// Lines of a server's log that report an error.
 fn errors(log: &str) -> Vec<&str> {
@@ -280,4 +280,63 @@ async fn a_standby_that_is_down_sends_reads_to_the_primary_until_it_answers() {
             "missing {expected} in\n{metrics}"
         );
     }
+}
+
+/// A write through the API is in the next fetch of its page on the same
+/// replica, though reads go to a standby that has not replayed it: until
+/// the standby has replayed past the write, reads go to the primary.
+#[tokio::test]
+async fn a_write_through_the_api_is_read_back_before_the_standby_replays_it() {
+    let primary = Cluster::primary();
+    let pool = primary.pool("sitemapd").await;
+    Store::from_pool(pool.clone())
+        .migrate()
+        .await
+        .expect("migrated");
+    let standby = Cluster::standby_of(&primary);
+    let replica = standby.pool("sitemapd").await;
+    let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
+    let app = TestApp::spawn_on(store, pool.clone(), |s| {
+        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
+    })
+    .await;
+    app.insert_urls("", "before-", 1).await;
+    app.fold().await;
+    until_replayed(&pool, &replica).await;
+    app.until_reads_on_standby().await;
+    assert!(page(&app).await.contains("before-1"));
+
+    sqlx::query("SELECT pg_wal_replay_pause()")
+        .execute(&replica)
+        .await
+        .expect("replay paused");
+    let (status, body) = put(
+        &app,
+        serde_json::json!([{ "loc": format!("{BASE_URL}written") }]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let on_standby: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sitemap_urls WHERE loc LIKE '%/written'")
+            .fetch_one(&replica)
+            .await
+            .expect("the standby answers");
+    assert_eq!(on_standby, 0, "the standby has not replayed the write");
+    assert!(
+        page(&app)
+            .await
+            .contains(&format!("<loc>{BASE_URL}written</loc>")),
+        "the write is read back"
+    );
+
+    sqlx::query("SELECT pg_wal_replay_resume()")
+        .execute(&replica)
+        .await
+        .expect("replay resumed");
+    until_replayed(&pool, &replica).await;
+    until("reads back on the standby", Duration::from_secs(5), || {
+        app.state.store.reads_go_to_standby()
+    })
+    .await;
+    assert!(page(&app).await.contains("written"));
 }

@@ -238,13 +238,17 @@ async fn put_urls(
     Ok(Json(WriteSummary::new(records.len(), counts)))
 }
 
-/// Folds a committed write before answering, and drops this process's
-/// summaries of the sites of `records` before any notification: the next
-/// request sees the write. A fold that fails leaves the write to the next
-/// round (it is committed, so the request still succeeds).
+/// Folds a committed write before answering, has reads go to the primary
+/// until the standby has replayed it, and drops this process's summaries
+/// of the sites of `records` before any notification: the next request
+/// sees the write. A fold that fails leaves the write to the next round (it
+/// is committed, so the request still succeeds).
 async fn show_at_once(state: &HttpState, records: &[Record]) {
     if let Err(error) = state.store.fold(Turn::Wait).await {
         tracing::warn!(%error, "could not fold a write at once; the next round will");
+    }
+    if let Err(error) = state.store.note_write().await {
+        tracing::warn!(%error, "could not note where the write is in the WAL");
     }
     let mut sites: Vec<&str> = records.iter().map(|r| r.site.as_str()).collect();
     sites.sort_unstable();

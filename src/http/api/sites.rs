@@ -93,8 +93,12 @@ impl From<AdminError> for HttpError {
 }
 
 /// Drops what this replica holds of a site it just wrote, before the
-/// notification reaches it: the next request sees the write.
+/// notification reaches it, and has reads go to the primary until the
+/// standby has replayed the write: the next request sees it.
 async fn show_at_once(state: &HttpState, name: &str, hosts: &[&str], removed: bool) {
+    if let Err(error) = state.store.note_write().await {
+        tracing::warn!(%error, "could not note where the write is in the WAL");
+    }
     state.sites.forget_site(name, hosts).await;
     state.pages.summaries.invalidate_site(name).await;
     if removed {
