@@ -293,6 +293,9 @@ impl App {
             self.skip_report_interval,
         )));
         start(Box::pin(self.folder.clone().run()));
+        if let Some(servers) = state.store.primary_servers() {
+            start(Box::pin(servers.clone().follow(self.standby_watch.1)));
+        }
         if state.store.reads().has_standby() {
             let (max_lag, timeout, metrics) = self.standby_watch.clone();
             start(Box::pin(

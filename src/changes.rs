@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::{PgListener, PgPoolOptions};
+use sqlx::postgres::PgListener;
 
 use crate::pages::Pages;
 use crate::pages::summaries::{self, HEARTBEAT};
@@ -33,9 +33,7 @@ pub(crate) struct Followers {
 /// reconnecting after a lost connection.
 pub(crate) async fn follow(store: Store, followers: Followers) {
     // One connection to listen on, one to send the heartbeat on.
-    let own = PgPoolOptions::new()
-        .max_connections(2)
-        .connect_lazy_with(store.pool().connect_options().as_ref().clone());
+    let own = store.with_own_pool(2).pool().clone();
     let listening = async {
         loop {
             if let Err(error) = listen(&own, &followers).await {

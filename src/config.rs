@@ -238,16 +238,21 @@ impl DatabaseUrl {
         &self.0
     }
 
-    /// The URL with any password replaced, for logs.
+    /// The URL with any password replaced, for logs; one naming several
+    /// hosts (`postgres://h1,h2:5433/db`) too.
     pub fn redacted(&self) -> String {
-        match Url::parse(&self.0) {
-            Ok(mut url) => {
-                if url.password().is_some() {
-                    let _ = url.set_password(Some("***"));
-                }
-                url.to_string()
+        let Some((scheme, rest)) = self.0.split_once("://") else {
+            return "<unparsable database URL>".to_owned();
+        };
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        match authority.rsplit_once('@') {
+            Some((userinfo, hosts)) => {
+                let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+                let password = if userinfo.contains(':') { ":***" } else { "" };
+                format!("{scheme}://{user}{password}@{hosts}{tail}")
             }
-            Err(_) => "<unparsable database URL>".to_owned(),
+            None => self.0.clone(),
         }
     }
 }
@@ -394,11 +399,16 @@ impl Settings {
             ("database_url", Some(&self.database_url)),
             ("database_read_url", self.database_read_url.as_ref()),
         ] {
-            if let Some(url) = url.filter(|url| Url::parse(url.expose()).is_err()) {
+            if let Some(url) = url
+                && let Err(error) = crate::store::Servers::parse(url.expose())
+            {
                 return Err(invalid(
                     key,
                     &url.redacted(),
-                    "a URL such as postgres://user@host:5432/dbname".into(),
+                    format!(
+                        "a URL such as postgres://user@host:5432/dbname, or of several hosts \
+                         (postgres://h1:5432,h2:5433/dbname?target_session_attrs=read-write): {error}"
+                    ),
                 ));
             }
         }

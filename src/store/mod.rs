@@ -6,7 +6,6 @@
 //! and keep one summary per page. So every read here is either O(pages) (the
 //! index) or one ordered index range of a page's placements.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
@@ -29,6 +28,7 @@ mod numbering;
 mod push;
 mod reads;
 mod records;
+mod servers;
 mod sites;
 mod turn;
 
@@ -39,6 +39,7 @@ pub(crate) use push::ChangeBatch;
 pub(crate) use reads::ReadRouteMetrics;
 use reads::Reads;
 pub(crate) use records::{ClusterStats, SiteStats, StoredRecord};
+pub(crate) use servers::Servers;
 pub(crate) use sites::SiteWriteError;
 pub use sites::{StoredSite, Written};
 
@@ -136,6 +137,8 @@ fn out_of_order<'a>(
 pub struct Store {
     pool: PgPool,
     read: Reads,
+    /// The servers `database_url` names, when it names several.
+    primary_servers: Option<Servers>,
     /// How long a read for serving waits for the database's next answer.
     read_timeout: Duration,
     /// Where the news sitemap's window ends: now, as the service has it.
@@ -266,7 +269,16 @@ impl Store {
     /// Connects to the configured database, creating it first if missing.
     pub async fn connect(settings: &Settings, workload: Workload) -> Result<Store, Error> {
         let url = settings.database_url.expose();
-        let options = workload.apply(PgConnectOptions::from_str(url)?);
+        let acquire_timeout = Duration::from_millis(settings.db_acquire_timeout_ms);
+        let servers = Servers::parse(url)?.map(|options| workload.apply(options));
+        if servers.several() {
+            let options = servers.find(acquire_timeout).await?;
+            let pool = pool_options(settings).connect_with(options).await?;
+            servers.moves(&pool);
+            let read = Self::reads_of(settings, workload, &pool)?;
+            return Ok(Store::new(pool, read, Some(servers)));
+        }
+        let options = servers.first();
         // Asked of the server only when connecting fails: every connection
         // costs a handshake (about 90 ms here with TLS, two of its writes
         // each waiting for a delayed ACK).
@@ -284,37 +296,45 @@ impl Store {
             }
             connected => connected?,
         };
-        let read = match &settings.database_read_url {
-            None => Reads::primary_only(pool.clone()),
-            Some(read_url) => {
-                let options = workload.apply(PgConnectOptions::from_str(read_url.expose())?);
-                Reads::with_standby(
-                    pool.clone(),
-                    pool_options(settings).connect_lazy_with(options),
-                    read_url.redacted().to_string(),
-                )
-            }
-        };
-        Ok(Store {
-            pool,
-            read,
-            read_timeout: DEFAULT_READ_TIMEOUT,
-            clock: Clock::system(),
-            fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
-            serving_reads: ServingReads::default(),
-        })
+        let read = Self::reads_of(settings, workload, &pool)?;
+        Ok(Store::new(pool, read, None))
     }
 
-    /// One pool for reads and writes.
-    pub fn from_pool(pool: PgPool) -> Store {
+    /// Where the sitemaps' reads go: `database_read_url`'s server once
+    /// usable, else the primary.
+    fn reads_of(settings: &Settings, workload: Workload, primary: &PgPool) -> Result<Reads, Error> {
+        let Some(read_url) = &settings.database_read_url else {
+            return Ok(Reads::primary_only(primary.clone()));
+        };
+        let servers = Servers::parse(read_url.expose())?.map(|options| workload.apply(options));
+        Ok(Reads::with_standby(
+            primary.clone(),
+            pool_options(settings).connect_lazy_with(servers.first()),
+            read_url.redacted(),
+        ))
+    }
+
+    fn new(pool: PgPool, read: Reads, primary_servers: Option<Servers>) -> Store {
         Store {
-            read: Reads::primary_only(pool.clone()),
             pool,
+            read,
+            primary_servers,
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
             fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
             serving_reads: ServingReads::default(),
         }
+    }
+
+    /// The servers `database_url` names, when it names several: the
+    /// service follows the one that takes writes.
+    pub(crate) fn primary_servers(&self) -> Option<&Servers> {
+        self.primary_servers.as_ref()
+    }
+
+    /// One pool for reads and writes.
+    pub fn from_pool(pool: PgPool) -> Store {
+        Store::new(pool.clone(), Reads::primary_only(pool), None)
     }
 
     /// Ends the news sitemap's window at `clock`'s now rather than the
@@ -399,6 +419,9 @@ impl Store {
         let pool = PgPoolOptions::new()
             .max_connections(connections)
             .connect_lazy_with(options);
+        if let Some(servers) = &self.primary_servers {
+            servers.moves(&pool);
+        }
         Store {
             read: Reads::primary_only(pool.clone()),
             pool,

@@ -119,6 +119,18 @@ impl Cluster {
         );
     }
 
+    /// Ends recovery: the standby becomes a primary.
+    pub(crate) fn promote(&self) {
+        server_command(
+            "pg_ctl",
+            &["-D", &self.data().display().to_string(), "-w", "promote"],
+        );
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     pub(crate) fn url(&self, database: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }

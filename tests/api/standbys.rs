@@ -340,3 +340,91 @@ async fn a_write_through_the_api_is_read_back_before_the_standby_replays_it() {
     .await;
     assert!(page(&app).await.contains("written"));
 }
+
+/// Failover without a restart: `database_url` names the primary and its
+/// standby (`target_session_attrs=read-write`). The primary stops and the
+/// standby is promoted: within 10 s the service serves from the new
+/// primary, folds there and takes API writes, with no restart; meanwhile
+/// it answers `200` or `503` with `Retry-After`, never a cut page; and no
+/// row is placed twice.
+#[tokio::test]
+async fn the_service_follows_a_promoted_standby_without_a_restart() {
+    let primary = Cluster::primary();
+    let pool = primary.pool("sitemapd").await;
+    Store::from_pool(pool.clone())
+        .migrate()
+        .await
+        .expect("migrated");
+    let standby = Cluster::standby_of(&primary);
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.database_url = sitemapd::config::DatabaseUrl::new(format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/sitemapd?target_session_attrs=read-write",
+        primary.port(),
+        standby.port()
+    ));
+    settings.db_acquire_timeout_ms = 1000;
+    let store = Store::connect(&settings, sitemapd::store::Workload::Serving)
+        .await
+        .expect("connects to the primary of the two");
+    let app = TestApp::spawn_on(store, pool.clone(), |s| {
+        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
+        s.db_acquire_timeout_ms = 1000;
+    })
+    .await;
+    let write = |name: &'static str| {
+        let app = &app;
+        async move {
+            put(
+                app,
+                serde_json::json!([{ "loc": format!("{BASE_URL}{name}") }]),
+            )
+            .await
+            .0
+        }
+    };
+    assert_eq!(write("before").await, 200);
+    let replica = standby.pool("sitemapd").await;
+    until_replayed(&pool, &replica).await;
+
+    primary.stop();
+    let stopped = Instant::now();
+    standby.promote();
+    let mut answers = std::collections::BTreeMap::new();
+    loop {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(10),
+            "not served from the new primary within 10 s: {answers:?}"
+        );
+        let response = app.get("/sitemap-1.xml").await;
+        let status = response.status().as_u16();
+        *answers.entry(status).or_insert(0) += 1;
+        match status {
+            200 => {
+                let page = response.text().await.expect("page");
+                assert!(
+                    page.trim_end().ends_with("</urlset>"),
+                    "a whole page: {page}"
+                );
+                if page.contains("before") && write("after").await == 200 {
+                    break;
+                }
+            }
+            503 => assert!(response.headers().contains_key("retry-after")),
+            other => panic!("{other} while the primary moved: {answers:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let page = page(&app).await;
+    assert!(page.contains("after") && page.contains("before"), "{page}");
+
+    let promoted = standby.pool("sitemapd").await;
+    let (rows, placed, twice): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM sitemap_urls),
+                (SELECT count(*) FROM sitemap_placed WHERE page IS NOT NULL),
+                (SELECT count(*) - count(DISTINCT id) FROM sitemap_placed)",
+    )
+    .fetch_one(&promoted)
+    .await
+    .expect("the new primary");
+    assert_eq!((rows, placed, twice), (2, 2, 0), "each row placed once");
+}
