@@ -21,6 +21,10 @@ use super::Error;
 /// How often the watcher asks the pool's server.
 const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long the watcher waits for the pool's server before it looks for
+/// another that fits.
+const QUICK_LOOK: Duration = Duration::from_millis(500);
+
 /// Which server a connection wants (libpq's `target_session_attrs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SessionAttrs {
@@ -188,7 +192,10 @@ impl Servers {
         loop {
             tokio::time::sleep(CHECK_INTERVAL).await;
             let current = pool.connect_options();
-            let still_fits = tokio::time::timeout(timeout, async {
+            // Short: a dead server's pool retries connecting for its whole
+            // acquire timeout, and a wrong guess costs only a look at
+            // each server (the pools move only to another that fits).
+            let still_fits = tokio::time::timeout(timeout.min(QUICK_LOOK), async {
                 sqlx::query_scalar::<_, bool>("SELECT pg_is_in_recovery()")
                     .fetch_one(&pool)
                     .await
@@ -198,7 +205,10 @@ impl Servers {
                 Ok(Ok(standby)) if self.fits(standby) => continue,
                 Ok(Ok(_)) => "it is a standby now".to_owned(),
                 Ok(Err(error)) => error.to_string(),
-                Err(_) => format!("no answer within {} ms", timeout.as_millis()),
+                Err(_) => format!(
+                    "no answer within {} ms",
+                    timeout.min(QUICK_LOOK).as_millis()
+                ),
             };
             match self.find(timeout).await {
                 Ok(found) if name(&found) != name(&current) => {
