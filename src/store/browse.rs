@@ -69,28 +69,28 @@ const SKIP_REASONS: i64 = 50;
 impl Store {
     /// The site's non-empty pages with their counts, in index order.
     pub(crate) async fn site_pages(&self, site: &str) -> Result<Vec<SectionPage>, Error> {
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT section, page, url_count, bytes, lastmod, images, videos, alternates
                  FROM sitemap_pages WHERE site = $1 AND url_count > 0
                  ORDER BY section, page",
             )
             .bind(site)
-            .fetch_all(self.read.pool()),
-        )
+            .fetch_all(pool)
+        })
         .await
     }
 
     /// The news sitemaps the site's index lists.
     pub(crate) async fn news_files(&self, site: &str) -> Result<Vec<NewsFile>, Error> {
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT file, url_count, lastmod FROM sitemap_news_files
                  WHERE site = $1 AND listed ORDER BY file",
             )
             .bind(site)
-            .fetch_all(self.read.pool()),
-        )
+            .fetch_all(pool)
+        })
         .await
     }
 
@@ -103,7 +103,7 @@ impl Store {
         skip: i64,
         limit: i64,
     ) -> Result<Vec<BrowsedUrl>, Error> {
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT u.loc, u.lastmod, u.changefreq, u.priority,
                         coalesce(jsonb_array_length(u.images), 0) AS images,
@@ -122,14 +122,14 @@ impl Store {
             .bind(page)
             .bind(skip)
             .bind(limit)
-            .fetch_all(self.read.pool()),
-        )
+            .fetch_all(pool)
+        })
         .await
     }
 
     /// Where the row of `(site, loc)` is served, if the row exists.
     pub(crate) async fn locate(&self, site: &str, loc: &str) -> Result<Option<Located>, Error> {
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT u.section, p.page, p.skip_reason,
                         CASE WHEN p.page IS NULL THEN 0 ELSE
@@ -144,15 +144,15 @@ impl Store {
             )
             .bind(site)
             .bind(loc)
-            .fetch_optional(self.read.pool()),
-        )
+            .fetch_optional(pool)
+        })
         .await
     }
 
     /// The site's rows left out of its sitemaps, grouped by reason, most
     /// frequent first, with a few examples each.
     pub(crate) async fn skip_groups(&self, site: &str) -> Result<Vec<SkipGroup>, Error> {
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT r.reason, r.rows,
                         ARRAY(SELECT u.loc FROM sitemap_placements q
@@ -168,8 +168,8 @@ impl Store {
             .bind(site)
             .bind(SKIP_EXAMPLES)
             .bind(SKIP_REASONS)
-            .fetch_all(self.read.pool()),
-        )
+            .fetch_all(pool)
+        })
         .await
     }
 }

@@ -102,6 +102,30 @@ impl From<sqlx::Error> for Error {
     }
 }
 
+impl Error {
+    /// Whether the server failed the statement, not the statement itself:
+    /// another server may answer it.
+    fn is_the_servers(&self) -> bool {
+        match self {
+            Error::Timeout(_) => true,
+            Error::Database(sqlx::Error::Database(error)) => error.code().is_some_and(|code| {
+                // serialization_failure (a recovery conflict on a standby),
+                // operator intervention (shutdown) and connection exceptions
+                code == "40001" || code.starts_with("57P") || code.starts_with("08")
+            }),
+            Error::Database(
+                sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed,
+            ) => true,
+            _ => false,
+        }
+    }
+}
+
 impl From<sqlx::migrate::MigrateError> for Error {
     fn from(error: sqlx::migrate::MigrateError) -> Self {
         Error::Migrate(error)
@@ -491,7 +515,7 @@ impl Store {
     /// sections' pages, then its news sitemaps.
     pub(crate) async fn index(&self, site: &str) -> Result<Vec<IndexEntry>, Error> {
         self.serving_reads.summaries.inc();
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT * FROM (
                      SELECT section, page, url_count, lastmod, url_count > 0 AS listed
@@ -504,20 +528,20 @@ impl Store {
             )
             .bind(site)
             .bind(NEWS_SECTION)
-            .fetch_all(self.read.pool()),
-        )
+            .fetch_all(pool)
+        })
         .await
     }
 
     /// When the newest change to any page was.
     pub(crate) async fn newest_page_change(&self) -> Result<Option<OffsetDateTime>, Error> {
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_scalar(
                 "SELECT greatest((SELECT max(lastmod) FROM sitemap_pages),
                                  (SELECT max(lastmod) FROM sitemap_news_files))",
             )
-            .fetch_one(self.read.pool()),
-        )
+            .fetch_one(pool)
+        })
         .await
     }
 
@@ -528,7 +552,7 @@ impl Store {
         after: OffsetDateTime,
         limit: i64,
     ) -> Result<Vec<ChangedPage>, Error> {
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT * FROM (
                      (SELECT site, section, page, lastmod FROM sitemap_pages
@@ -543,8 +567,8 @@ impl Store {
             .bind(after)
             .bind(limit)
             .bind(NEWS_SECTION)
-            .fetch_all(self.read.pool()),
-        )
+            .fetch_all(pool)
+        })
         .await
     }
 
@@ -595,17 +619,18 @@ impl Store {
         section: &str,
         page: i32,
     ) -> Result<PageExtensions, Error> {
-        let found = self.in_time(
-            sqlx::query_as(
+        let found = self
+            .serving_read(|pool| {
+                sqlx::query_as(
                 "SELECT alternates > 0 AS alternates, images > 0 AS images, videos > 0 AS videos
                  FROM sitemap_pages WHERE site = $1 AND section = $2 AND page = $3",
             )
             .bind(site)
             .bind(section)
             .bind(page)
-            .fetch_optional(self.read.pool()),
-        )
-        .await?;
+            .fetch_optional(pool)
+            })
+            .await?;
         Ok(found.unwrap_or_default())
     }
 
@@ -613,7 +638,7 @@ impl Store {
     /// last listing placed them.
     pub(crate) async fn news_rows(&self, site: &str, file: i32) -> Result<Vec<NewsRow>, Error> {
         self.serving_reads.pages.inc();
-        self.in_time(
+        self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT u.id, u.loc, u.news::text AS news
                  FROM sitemap_news_windows w
@@ -625,12 +650,35 @@ impl Store {
             )
             .bind(site)
             .bind(file)
-            .fetch_all(self.read.pool()),
-        )
+            .fetch_all(pool)
+        })
         .await
     }
 
     /// `read` within the read timeout.
+    /// A read made for serving, on the reads' server, within the read
+    /// timeout. When that is the standby and the read failed there in a way
+    /// the primary would not fail (the standby stopped answering, or
+    /// cancelled the query for a recovery conflict, SQLSTATE 40001), it is
+    /// read once more on the primary: nothing of it was sent yet. The
+    /// standby's watcher moves the reads that follow.
+    async fn serving_read<'a, T, Fut>(
+        &'a self,
+        read: impl Fn(&'a PgPool) -> Fut,
+    ) -> Result<T, Error>
+    where
+        Fut: Future<Output = Result<T, sqlx::Error>>,
+    {
+        let (pool, on_standby) = self.read.pool_for_read();
+        match self.in_time(read(pool)).await {
+            Err(error) if on_standby && error.is_the_servers() => {
+                tracing::debug!(%error, "a read failed on the standby: read on the primary");
+                self.in_time(read(self.read.primary())).await
+            }
+            result => result,
+        }
+    }
+
     async fn in_time<T>(
         &self,
         read: impl Future<Output = Result<T, sqlx::Error>>,

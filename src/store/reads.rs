@@ -98,8 +98,20 @@ impl Reads {
 
     /// The pool the next read goes to.
     pub(crate) fn pool(&self) -> &PgPool {
-        self.next_standby()
-            .map_or(&self.primary, |standby| &standby.pool)
+        self.pool_for_read().0
+    }
+
+    /// The pool the next read goes to, and whether it is the standby's.
+    pub(crate) fn pool_for_read(&self) -> (&PgPool, bool) {
+        match self.next_standby() {
+            Some(standby) => (&standby.pool, true),
+            None => (&self.primary, false),
+        }
+    }
+
+    /// The primary's pool.
+    pub(crate) fn primary(&self) -> &PgPool {
+        &self.primary
     }
 
     /// Whether the next read goes to the standby.

@@ -84,7 +84,8 @@ impl Store {
         site: &str,
         loc: &str,
     ) -> Result<Option<StoredRecord>, Error> {
-        Ok(sqlx::query_as(
+        self.serving_read(|pool| {
+            sqlx::query_as(
             "SELECT u.site, u.section, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
                     p.page, p.skip_reason,
                     u.images::text AS images, u.videos::text AS videos, u.news::text AS news,
@@ -97,8 +98,9 @@ impl Store {
         )
         .bind(site)
         .bind(loc)
-        .fetch_optional(self.read.pool())
-        .await?)
+        .fetch_optional(pool)
+        })
+        .await
     }
 
     /// Deletes the rows of `(sites[i], locs[i])` in one statement (so all or
