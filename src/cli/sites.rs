@@ -33,7 +33,9 @@ pub(super) enum Command {
         #[arg(long)]
         purge: bool,
     },
-    /// List the sites by name, tab-separated: name, base URL, index.
+    /// List the sites by name, tab-separated: name, base URL, index; or,
+    /// with --format nginx-map, their hosts as entries of an nginx `map`
+    /// that sends each to this database's cell (config/nginx-cells.conf).
     List {
         /// Start after this name.
         #[arg(long)]
@@ -41,7 +43,18 @@ pub(super) enum Command {
         /// At most this many.
         #[arg(long)]
         limit: Option<u32>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: ListFormat,
+        /// The nginx upstream of this cell's replicas (with nginx-map).
+        #[arg(long, required_if_eq("format", "nginx-map"))]
+        upstream: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ListFormat {
+    Text,
+    NginxMap,
 }
 
 /// A site's settings as options; what is not given is left as it is (`set`)
@@ -130,7 +143,26 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
             let deleted = admin.remove(&name, purge).await?;
             println!("removed site {name} ({deleted} URL rows deleted)");
         }
-        Command::List { after, limit } => {
+        Command::List {
+            after,
+            limit,
+            format,
+            upstream,
+        } => {
+            let upstream = upstream.unwrap_or_default();
+            if format == ListFormat::NginxMap {
+                if upstream.is_empty()
+                    || !upstream
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                {
+                    anyhow::bail!(
+                        "sites list: --upstream {upstream:?}: an nginx upstream name, of letters, digits, _ and -"
+                    );
+                }
+                println!("# sitemapd sites list --format nginx-map --upstream {upstream}");
+            }
+            let mut hosts = std::collections::HashSet::new();
             let mut after = after;
             let mut left = limit.unwrap_or(u32::MAX);
             while left > 0 {
@@ -139,7 +171,15 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
                 after = Some(last.site.name.clone());
                 left = left.saturating_sub(page.len() as u32);
                 for entry in &page {
-                    println!("{}", line(entry));
+                    match format {
+                        ListFormat::Text => println!("{}", line(entry)),
+                        // Sites on one host (path prefixes) are one entry.
+                        ListFormat::NginxMap => {
+                            if hosts.insert(entry.site.host().to_owned()) {
+                                println!("{:?} {upstream};", entry.site.host());
+                            }
+                        }
+                    }
                 }
             }
         }

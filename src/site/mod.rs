@@ -123,6 +123,11 @@ impl Site {
         })
     }
 
+    /// The host requests for this site name (lower case, no port).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
     /// Whether this site's index lists `other`'s pages: it includes its
     /// subfolder sites, and `other` lies under its base URL, on the same
     /// scheme and host (never another host or subdomain: a sitemap index

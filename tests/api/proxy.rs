@@ -14,7 +14,7 @@ const PUBLIC_BASE: &str = "http://www.example.com/sitemaps/";
 const PUBLIC_HOST: &str = "www.example.com";
 
 /// nginx as a child process; stopped when dropped.
-struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
     port: u16,
     /// Holds the config and logs while nginx runs.
@@ -23,22 +23,49 @@ struct Nginx {
 
 impl Nginx {
     async fn start(upstream_port: u16) -> Nginx {
+        Nginx::run(|sample, port, _| {
+            sample
+                .replace(
+                    "server sitemapd:8080;",
+                    &format!("server 127.0.0.1:{upstream_port};"),
+                )
+                .replace("listen 8081;", &format!("listen 127.0.0.1:{port};"))
+        })
+        .await
+    }
+
+    /// Runs the sample `config/nginx.conf` as `rewrite` rewrites it, given
+    /// the sample, the port nginx is to listen on and nginx's directory
+    /// (where `files` are written first, by name).
+    pub(crate) async fn run_sample(
+        sample: &str,
+        files: &[(&str, String)],
+        rewrite: impl FnOnce(&str, u16, &Path) -> String,
+    ) -> Nginx {
+        let sample = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(sample))
+            .expect("sample config");
+        Nginx::launch(|port, dir| {
+            for (name, text) in files {
+                std::fs::write(dir.join(name), text).expect("write a file nginx reads");
+            }
+            let config = rewrite(&sample, port, dir);
+            assert_ne!(config, sample, "the sample's addresses were rewritten");
+            config
+        })
+        .await
+    }
+
+    async fn run(rewrite: impl FnOnce(&str, u16, &Path) -> String) -> Nginx {
+        Nginx::run_sample("config/nginx.conf", &[], rewrite).await
+    }
+
+    async fn launch(config_of: impl FnOnce(u16, &Path) -> String) -> Nginx {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
         let prefix = TempDir::new().expect("nginx prefix");
-        let sample = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("config/nginx.conf"),
-        )
-        .expect("sample config");
-        let config = sample
-            .replace(
-                "server sitemapd:8080;",
-                &format!("server 127.0.0.1:{upstream_port};"),
-            )
-            .replace("listen 8081;", &format!("listen 127.0.0.1:{port};"));
-        assert_ne!(config, sample, "the sample's addresses were rewritten");
+        let config = config_of(port, prefix.path());
         let config_path = prefix.path().join("nginx.conf");
         std::fs::write(&config_path, config).expect("write config");
         // One process, no workers: killing it on drop leaves nothing behind
@@ -75,6 +102,10 @@ impl Nginx {
         let log =
             std::fs::read_to_string(nginx.prefix.path().join("error.log")).unwrap_or_default();
         panic!("nginx did not start listening on {port}: {log}");
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port
     }
 
     /// Fetches a public URL through nginx, as a crawler resolving the

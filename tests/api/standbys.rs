@@ -434,3 +434,132 @@ async fn the_service_follows_a_promoted_standby_without_a_restart() {
     .expect("the new primary");
     assert_eq!((rows, placed, twice), (2, 2, 0), "each row placed once");
 }
+
+/// Cells: each PostgreSQL primary holds a set of sites, and nginx sends
+/// each host to the replicas of the cell that holds its site, by the map
+/// `sitemapd sites list --format nginx-map` writes from each cell's
+/// database into the sample `config/nginx-cells.conf`.
+#[tokio::test]
+async fn nginx_sends_each_host_to_the_cell_that_holds_its_site() {
+    let cells = [Cluster::primary(), Cluster::primary()];
+    let mut apps = Vec::new();
+    let mut maps = Vec::new();
+    for (cell, (cluster, upstream, sites)) in cells
+        .iter()
+        .zip([("cell_a", &["a", "b"][..]), ("cell_b", &["c"][..])])
+        .map(|(cluster, (upstream, sites))| (cluster, upstream, sites))
+        .enumerate()
+    {
+        let pool = cluster.pool("sitemapd").await;
+        Store::from_pool(pool.clone())
+            .migrate()
+            .await
+            .expect("migrated");
+        let home = format!("https://home{cell}.example.com/");
+        let app = TestApp::spawn_with(pool.clone(), |s| s.base_url = home.clone()).await;
+        for site in sites {
+            exec(
+                &pool,
+                &format!(
+                    "INSERT INTO sitemap_sites (site, origin, path_prefix)
+                     VALUES ('{site}', 'https://{site}.example.com', '/');
+                     INSERT INTO sitemap_urls (site, loc) VALUES ('{site}', 'https://{site}.example.com/p')"
+                ),
+            )
+            .await;
+        }
+        app.fold().await;
+        // Off the test's thread: the service runs on it, and the command
+        // takes its turn with the service's folds.
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"));
+        command
+            .args([
+                "sites",
+                "list",
+                "--format",
+                "nginx-map",
+                "--upstream",
+                upstream,
+            ])
+            .env("DATABASE_URL", cluster.url("sitemapd"))
+            .env("SITEMAPD_BASE_URL", &home)
+            .env("RUST_LOG", "warn");
+        let listed = tokio::task::spawn_blocking(move || command.output())
+            .await
+            .expect("joined")
+            .expect("sitemapd runs");
+        assert!(
+            listed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&listed.stderr)
+        );
+        let map = String::from_utf8(listed.stdout).expect("text");
+        let mut entries: Vec<&str> = map.lines().filter(|l| !l.starts_with('#')).collect();
+        entries.sort_unstable();
+        let mut expected: Vec<String> = sites
+            .iter()
+            .map(|site| format!("\"{site}.example.com\" {upstream};"))
+            .chain([format!("\"home{cell}.example.com\" {upstream};")])
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(entries, expected);
+        maps.push((format!("{upstream}.map"), map));
+        apps.push(app);
+    }
+
+    let (a, b) = (apps[0].addr, apps[1].addr);
+    let nginx = crate::proxy::Nginx::run_sample(
+        "config/nginx-cells.conf",
+        &[
+            (&maps[0].0, maps[0].1.clone()),
+            (&maps[1].0, maps[1].1.clone()),
+        ],
+        |sample, port, dir| {
+            sample
+                .replace("server sitemapd-a:8080;", &format!("server {a};"))
+                .replace("server sitemapd-b:8080;", &format!("server {b};"))
+                .replace("/etc/nginx/sitemapd-cells/", &format!("{}/", dir.display()))
+                .replace("listen 8081;", &format!("listen 127.0.0.1:{port};"))
+        },
+    )
+    .await;
+    let through = |host: &'static str, path: &'static str| {
+        let port = nginx.port();
+        async move {
+            let response = crate::helpers::client()
+                .get(format!("http://127.0.0.1:{port}{path}"))
+                .header("host", host)
+                .send()
+                .await
+                .expect("nginx answers");
+            (
+                response.status().as_u16(),
+                response.text().await.expect("body"),
+            )
+        }
+    };
+    for host in [
+        "a.example.com",
+        "b.example.com",
+        "c.example.com",
+        "home1.example.com",
+    ] {
+        let (status, robots) = through(host, "/robots.txt").await;
+        assert_eq!(status, 200, "{host}: {robots}");
+        assert!(
+            robots.contains(&format!("Sitemap: https://{host}/sitemap_index.xml")),
+            "{host}: {robots}"
+        );
+    }
+    let (status, page) = through("c.example.com", "/sitemap-1.xml").await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("<loc>https://c.example.com/p</loc>"),
+        "{page}"
+    );
+    assert_eq!(
+        through("nowhere.example.com", "/robots.txt").await.0,
+        404,
+        "no cell holds it"
+    );
+}
