@@ -164,6 +164,16 @@ impl Cluster {
             .expect("the database answers")
     }
 
+    /// A pool on `database`, created when missing, with sitemapd's schema.
+    pub(crate) async fn migrated(&self, database: &str) -> PgPool {
+        let pool = self.pool(database).await;
+        sitemapd::store::Store::from_pool(pool.clone())
+            .migrate()
+            .await
+            .expect("migrated");
+        pool
+    }
+
     /// The server's log so far.
     pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.log_file()).unwrap_or_default()

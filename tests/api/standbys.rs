@@ -47,11 +47,7 @@ async fn until_replayed(primary: &PgPool, standby: &PgPool) {
 #[tokio::test]
 async fn replicas_taking_turns_leave_no_error_in_the_servers_log() {
     let cluster = Cluster::primary();
-    let pool = cluster.pool("sitemapd").await;
-    Store::from_pool(pool.clone())
-        .migrate()
-        .await
-        .expect("migrated");
+    let pool = cluster.migrated("sitemapd").await;
     let busy = |s: &mut sitemapd::config::Settings| {
         s.fold_interval_ms = 10;
         s.skip_report_interval_ms = 20;
@@ -109,11 +105,7 @@ async fn replicas_taking_turns_leave_no_error_in_the_servers_log() {
 #[tokio::test]
 async fn the_read_path_runs_on_a_hot_standby() {
     let primary = Cluster::primary();
-    let pool = primary.pool("sitemapd").await;
-    Store::from_pool(pool.clone())
-        .migrate()
-        .await
-        .expect("migrated");
+    let pool = primary.migrated("sitemapd").await;
     let standby = Cluster::standby_of(&primary);
     let replica = standby.pool("sitemapd").await;
     let in_recovery: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
@@ -229,11 +221,7 @@ async fn until(what: &str, limit: Duration, check: impl Fn() -> bool) -> Duratio
 async fn a_standby_that_is_down_sends_reads_to_the_primary_until_it_answers() {
     const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(500);
     let primary = Cluster::primary();
-    let pool = primary.pool("sitemapd").await;
-    Store::from_pool(pool.clone())
-        .migrate()
-        .await
-        .expect("migrated");
+    let pool = primary.migrated("sitemapd").await;
     let standby = Cluster::standby_of(&primary);
     standby.stop();
     let replica = sqlx::postgres::PgPoolOptions::new()
@@ -294,11 +282,7 @@ async fn a_standby_that_is_down_sends_reads_to_the_primary_until_it_answers() {
 #[tokio::test]
 async fn a_write_through_the_api_is_read_back_before_the_standby_replays_it() {
     let primary = Cluster::primary();
-    let pool = primary.pool("sitemapd").await;
-    Store::from_pool(pool.clone())
-        .migrate()
-        .await
-        .expect("migrated");
+    let pool = primary.migrated("sitemapd").await;
     let standby = Cluster::standby_of(&primary);
     let replica = standby.pool("sitemapd").await;
     let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
@@ -356,11 +340,7 @@ async fn a_write_through_the_api_is_read_back_before_the_standby_replays_it() {
 #[tokio::test]
 async fn the_service_follows_a_promoted_standby_without_a_restart() {
     let primary = Cluster::primary();
-    let pool = primary.pool("sitemapd").await;
-    Store::from_pool(pool.clone())
-        .migrate()
-        .await
-        .expect("migrated");
+    let pool = primary.migrated("sitemapd").await;
     let standby = Cluster::standby_of(&primary);
     let mut settings = sitemapd::config::Settings::defaults();
     settings.database_url = sitemapd::config::DatabaseUrl::new(format!(
@@ -450,11 +430,7 @@ async fn nginx_sends_each_host_to_the_cell_that_holds_its_site() {
         .map(|(cluster, (upstream, sites))| (cluster, upstream, sites))
         .enumerate()
     {
-        let pool = cluster.pool("sitemapd").await;
-        Store::from_pool(pool.clone())
-            .migrate()
-            .await
-            .expect("migrated");
+        let pool = cluster.migrated("sitemapd").await;
         let home = format!("https://home{cell}.example.com/");
         let app = TestApp::spawn_with(pool.clone(), |s| s.base_url = home.clone()).await;
         for site in sites {
