@@ -49,9 +49,13 @@ pub struct App {
     connections: connections::Limits,
     /// How long in-flight responses may take to finish after shutdown begins.
     shutdown_grace: Duration,
-    /// The standby's watcher's bounds (`read_max_lag_ms`, and
-    /// `db_acquire_timeout_ms` for each look), and what it counts on.
-    standby_watch: (Duration, Duration, ReadRouteMetrics),
+    /// How far behind the primary a standby may be read (`read_max_lag_ms`).
+    read_max_lag: Duration,
+    /// How long the watchers of the servers wait for each look
+    /// (`db_acquire_timeout_ms`).
+    server_look_timeout: Duration,
+    /// What the standby's watcher counts on.
+    read_route: ReadRouteMetrics,
 }
 
 /// Applies the configuration to the schema: the page limits, and the
@@ -191,11 +195,9 @@ impl App {
                 overflow_connections: (settings.max_connections as usize / 16).clamp(8, 256),
             },
             shutdown_grace: Duration::from_secs(settings.shutdown_grace_seconds),
-            standby_watch: (
-                Duration::from_millis(settings.read_max_lag_ms),
-                Duration::from_millis(settings.db_acquire_timeout_ms),
-                read_route,
-            ),
+            read_max_lag: Duration::from_millis(settings.read_max_lag_ms),
+            server_look_timeout: Duration::from_millis(settings.db_acquire_timeout_ms),
+            read_route,
         })
     }
 
@@ -293,14 +295,15 @@ impl App {
             self.skip_report_interval,
         )));
         start(Box::pin(self.folder.clone().run()));
-        if let Some(servers) = state.store.primary_servers() {
-            start(Box::pin(servers.clone().follow(self.standby_watch.1)));
+        for servers in state.store.followed_servers() {
+            start(Box::pin(servers.clone().follow(self.server_look_timeout)));
         }
         if state.store.reads().has_standby() {
-            let (max_lag, timeout, metrics) = self.standby_watch.clone();
-            start(Box::pin(
-                state.store.reads().clone().watch(max_lag, timeout, metrics),
-            ));
+            start(Box::pin(state.store.reads().clone().watch(
+                self.read_max_lag,
+                self.server_look_timeout,
+                self.read_route.clone(),
+            )));
         }
         start(Box::pin(changes::follow(
             state.store.clone(),

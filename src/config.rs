@@ -44,7 +44,7 @@ pub struct Settings {
     pub database_url: DatabaseUrl,
     /// A read replica for the sitemaps' reads, if any.
     #[serde(default)]
-    pub(crate) database_read_url: Option<DatabaseUrl>,
+    pub database_read_url: Option<DatabaseUrl>,
     pub(crate) db_max_connections: u32,
     pub db_acquire_timeout_ms: u64,
     /// How far behind the primary the standby may replay and still be read.

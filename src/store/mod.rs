@@ -163,6 +163,8 @@ pub struct Store {
     read: Reads,
     /// The servers `database_url` names, when it names several.
     primary_servers: Option<Servers>,
+    /// The servers `database_read_url` names, when it names several.
+    read_servers: Option<Servers>,
     /// How long a read for serving waits for the database's next answer.
     read_timeout: Duration,
     /// Where the news sitemap's window ends: now, as the service has it.
@@ -299,8 +301,7 @@ impl Store {
             let options = servers.find(acquire_timeout).await?;
             let pool = pool_options(settings).connect_with(options).await?;
             servers.moves(&pool);
-            let read = Self::reads_of(settings, workload, &pool)?;
-            return Ok(Store::new(pool, read, Some(servers)));
+            return Self::with_reads(Store::new(pool, Some(servers)), settings, workload);
         }
         let options = servers.first();
         // Asked of the server only when connecting fails: every connection
@@ -320,29 +321,32 @@ impl Store {
             }
             connected => connected?,
         };
-        let read = Self::reads_of(settings, workload, &pool)?;
-        Ok(Store::new(pool, read, None))
+        Self::with_reads(Store::new(pool, None), settings, workload)
     }
 
-    /// Where the sitemaps' reads go: `database_read_url`'s server once
-    /// usable, else the primary.
-    fn reads_of(settings: &Settings, workload: Workload, primary: &PgPool) -> Result<Reads, Error> {
+    /// `store` with its sitemaps' reads on `database_read_url`'s server
+    /// once usable, on the primary until then and without one. Of several
+    /// servers, its pool follows one that fits, as the primary's does.
+    fn with_reads(store: Store, settings: &Settings, workload: Workload) -> Result<Store, Error> {
         let Some(read_url) = &settings.database_read_url else {
-            return Ok(Reads::primary_only(primary.clone()));
+            return Ok(store);
         };
         let servers = Servers::parse(read_url.expose())?.map(|options| workload.apply(options));
-        Ok(Reads::with_standby(
-            primary.clone(),
-            pool_options(settings).connect_lazy_with(servers.first()),
-            read_url.redacted(),
-        ))
+        let standby = pool_options(settings).connect_lazy_with(servers.first());
+        servers.moves(&standby);
+        Ok(Store {
+            read: Reads::with_standby(store.pool.clone(), standby, read_url.redacted()),
+            read_servers: servers.several().then_some(servers),
+            ..store
+        })
     }
 
-    fn new(pool: PgPool, read: Reads, primary_servers: Option<Servers>) -> Store {
+    fn new(pool: PgPool, primary_servers: Option<Servers>) -> Store {
         Store {
+            read: Reads::primary_only(pool.clone()),
             pool,
-            read,
             primary_servers,
+            read_servers: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
             fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
@@ -350,15 +354,15 @@ impl Store {
         }
     }
 
-    /// The servers `database_url` names, when it names several: the
-    /// service follows the one that takes writes.
-    pub(crate) fn primary_servers(&self) -> Option<&Servers> {
-        self.primary_servers.as_ref()
+    /// The servers `database_url` and `database_read_url` name, where
+    /// they name several: the service's pools follow the one that fits.
+    pub(crate) fn followed_servers(&self) -> impl Iterator<Item = &Servers> {
+        self.primary_servers.iter().chain(&self.read_servers)
     }
 
     /// One pool for reads and writes.
     pub fn from_pool(pool: PgPool) -> Store {
-        Store::new(pool.clone(), Reads::primary_only(pool), None)
+        Store::new(pool, None)
     }
 
     /// Ends the news sitemap's window at `clock`'s now rather than the
@@ -400,9 +404,8 @@ impl Store {
     pub fn with_read_pool(self, read: PgPool) -> Store {
         let options = read.connect_options();
         let name = format!(
-            "{}:{}/{}",
-            options.get_host(),
-            options.get_port(),
+            "{}/{}",
+            servers::name(&options),
             options.get_database().unwrap_or_default()
         );
         Store {
@@ -426,7 +429,7 @@ impl Store {
     /// Whether the next read goes to the standby: it is usable, and has
     /// replayed this process's last write.
     pub fn reads_go_to_standby(&self) -> bool {
-        self.read.next_on_standby()
+        self.read.pool_for_read().1
     }
 
     /// Where the sitemaps' reads go, for the watcher to move them.
@@ -655,7 +658,6 @@ impl Store {
         .await
     }
 
-    /// `read` within the read timeout.
     /// A read made for serving, on the reads' server, within the read
     /// timeout. When that is the standby and the read failed there in a way
     /// the primary would not fail (the standby stopped answering, or
@@ -679,6 +681,7 @@ impl Store {
         }
     }
 
+    /// `read` within the read timeout.
     async fn in_time<T>(
         &self,
         read: impl Future<Output = Result<T, sqlx::Error>>,

@@ -114,11 +114,6 @@ impl Reads {
         &self.primary
     }
 
-    /// Whether the next read goes to the standby.
-    pub(crate) fn next_on_standby(&self) -> bool {
-        self.next_standby().is_some()
-    }
-
     /// The standby, when it is usable and has replayed this process's last
     /// write.
     fn next_standby(&self) -> Option<&Standby> {

@@ -539,3 +539,34 @@ async fn nginx_sends_each_host_to_the_cell_that_holds_its_site() {
         "no cell holds it"
     );
 }
+
+/// `database_read_url` may name several hosts too: the reads' pool follows
+/// the one that answers, here the standby named after a host where nothing
+/// listens.
+#[tokio::test]
+async fn a_read_url_of_several_hosts_reads_from_the_one_that_answers() {
+    let primary = Cluster::primary();
+    let pool = primary.migrated("sitemapd").await;
+    let standby = Cluster::standby_of(&primary);
+    let nothing = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.database_url = sitemapd::config::DatabaseUrl::new(primary.url("sitemapd"));
+    settings.database_read_url = Some(sitemapd::config::DatabaseUrl::new(format!(
+        "postgres://postgres@127.0.0.1:{nothing},127.0.0.1:{}/sitemapd",
+        standby.port()
+    )));
+    settings.db_acquire_timeout_ms = 500;
+    let store = Store::connect(&settings, sitemapd::store::Workload::Serving)
+        .await
+        .expect("connects, though the first read host is down");
+    let app = TestApp::spawn_on(store, pool.clone(), |s| s.db_acquire_timeout_ms = 500).await;
+    app.until_reads_on_standby().await;
+    app.insert_urls("", "page-", 1).await;
+    app.fold().await;
+    let replica = standby.pool("sitemapd").await;
+    until_replayed(&pool, &replica).await;
+    assert!(page(&app).await.contains("page-1"));
+}
