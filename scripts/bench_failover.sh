@@ -23,56 +23,38 @@ while (($#)); do
 done
 (($# == 1)) || { echo "usage: $0 [--trials N] BINARY" >&2; exit 2; }
 binary=$(realpath "$1")
-bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-as_postgres=()
-((EUID == 0)) && as_postgres=(runuser -u postgres --)
+source "$(dirname "$0")/clusters.sh"
 token=smd_bench-failover-token
-work=$(mktemp -d)
-chmod 755 "$work"
 serve_pid=
 cleanup() {
-    [[ -n $serve_pid ]] && kill -TERM "$serve_pid" 2>/dev/null || true
-    for data in "$work"/*/data; do
-        [[ -d $data ]] && "${as_postgres[@]}" "$bin/pg_ctl" -D "$data" -m immediate stop >/dev/null 2>&1 || true
-    done
-    rm -rf "$work"
+    [[ -n $serve_pid ]] && kill -TERM "$serve_pid" 2>/dev/null
+    clusters_stop_all
 }
 trap cleanup EXIT
 
 now() { date +%s.%N; }
-cluster_start() {
-    local dir=$1 port=$2
-    "${as_postgres[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-        -o "-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off" \
-        start >/dev/null
-}
 
 results=()
 for trial in $(seq 1 "$trials"); do
-    primary=$work/primary-$trial standby=$work/standby-$trial
-    mkdir -p "$primary" "$standby"
-    chown postgres: "$primary" "$standby" 2>/dev/null || true
-    "${as_postgres[@]}" "$bin/initdb" -D "$primary/data" -U postgres -A trust --no-sync >/dev/null
-    cluster_start "$primary" 25432
+    primary=primary-$trial standby=standby-$trial
+    cluster_primary "$primary" 25432
     psql -q postgres://postgres@127.0.0.1:25432/postgres -c "CREATE DATABASE sitemapd"
-    "${as_postgres[@]}" "$bin/pg_basebackup" -h 127.0.0.1 -p 25432 -U postgres -D "$standby/data" \
-        -R -X stream --checkpoint=fast --no-sync
-    cluster_start "$standby" 25433
+    cluster_standby "$standby" 25433 25432
 
     DATABASE_URL="postgres://postgres@127.0.0.1:25432,127.0.0.1:25433/sitemapd?target_session_attrs=read-write" \
     RUST_LOG=warn SITEMAPD_BASE_URL=https://www.example.com/ \
     SITEMAPD_LISTEN=127.0.0.1:18080 SITEMAPD_METRICS_LISTEN=127.0.0.1:18081 \
     SITEMAPD_API_TOKEN_HASHES="[\"sha256:$(printf %s "$token" | sha256sum | cut -d' ' -f1)\"]" \
-        "$binary" serve >"$work/serve-$trial.log" 2>&1 &
+        "$binary" serve >"$cluster_work/serve-$trial.log" 2>&1 &
     serve_pid=$!
     until curl -sf -o /dev/null http://127.0.0.1:18080/readyz; do sleep 0.05; done
 
     curl -sf -o /dev/null -X PUT -H "Authorization: Bearer $token" -H "Content-Type: application/json" \
         --data '[{"loc": "https://www.example.com/before"}]' http://127.0.0.1:18080/api/v1/urls
     sleep 1  # replayed on the standby
-    "${as_postgres[@]}" "$bin/pg_ctl" -D "$primary/data" -m immediate -w stop >/dev/null
+    cluster_ctl "$primary" -m immediate -w stop
     stopped=$(now)
-    "${as_postgres[@]}" "$bin/pg_ctl" -D "$standby/data" -w promote >/dev/null
+    cluster_ctl "$standby" -w promote
     timing=$(python3 - "$token" "$stopped" <<'PY'
 import http.client, json, sys, time
 token, stopped = sys.argv[1], float(sys.argv[2])
@@ -110,7 +92,7 @@ PY
     echo "trial $trial: stop → first page 200 / first write accepted: $timing"
     results+=("$timing")
     kill -TERM "$serve_pid"; wait "$serve_pid" || true; serve_pid=
-    "${as_postgres[@]}" "$bin/pg_ctl" -D "$standby/data" -m immediate -w stop >/dev/null
+    cluster_ctl "$standby" -m immediate -w stop
 done
 printf '%s\n' "${results[@]}" | python3 -c '
 import statistics, sys

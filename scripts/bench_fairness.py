@@ -22,15 +22,12 @@ took to place the load. Needs psycopg (pip install "psycopg[binary]").
 
 import argparse
 import http.client
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 
 import psycopg
+
+from bench_service import serving
 
 
 def percentile(values, p):
@@ -134,27 +131,7 @@ def main():
     load_host = f"{args.load_site}.example.com"
     probe_host = f"{args.probe_site}.example.com"
 
-    env = dict(os.environ, DATABASE_URL=args.database_url, RUST_LOG="warn",
-               SITEMAPD_BASE_URL="https://www.example.com/",
-               SITEMAPD_LISTEN=f"127.0.0.1:{args.port}",
-               SITEMAPD_METRICS_LISTEN=f"127.0.0.1:{args.port + 1}")
-    log = tempfile.TemporaryFile()
-    server = subprocess.Popen([args.binary, "serve"], env=env, stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=5)
-                conn.request("GET", "/readyz")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                log.seek(0)
-                sys.exit(f"the service did not become ready:\n{log.read().decode()}")
-            time.sleep(0.05)
-
+    with serving(args.binary, args.database_url, args.port):
         quiet = Probe(args.database_url, args.port, args.probe_site, probe_host, "quiet").run(
             args.seconds)
         print(f"no load: {summary(quiet)}", flush=True)
@@ -179,9 +156,6 @@ def main():
         print(f"during the load: {summary(loaded)}")
         print(f"p99 during the load / without it: "
               f"{percentile(loaded, 0.99) / percentile(quiet, 0.99):.2f}x")
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait()
 
 
 if __name__ == "__main__":

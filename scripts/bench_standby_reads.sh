@@ -24,39 +24,19 @@ while (($#)); do
 done
 (($# == 1)) || { echo "usage: $0 [--rows N] [--fetches N] BINARY" >&2; exit 2; }
 binary=$(realpath "$1")
-bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-as_postgres=()
-((EUID == 0)) && as_postgres=(runuser -u postgres --)
-work=$(mktemp -d)
-chmod 755 "$work"
+source "$(dirname "$0")/clusters.sh"
 pids=()
 cleanup() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for data in "$work"/*/data; do
-        [[ -d $data ]] && "${as_postgres[@]}" "$bin/pg_ctl" -D "$data" -m immediate stop >/dev/null 2>&1 || true
-    done
-    rm -rf "$work"
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    clusters_stop_all
 }
 trap cleanup EXIT
 
-cluster_start() {
-    local dir=$1 port=$2
-    "${as_postgres[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-        -o "-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off -c hot_standby_feedback=on" \
-        start >/dev/null
-}
-
-primary=$work/primary standby=$work/standby
-mkdir -p "$primary" "$standby"
-chown postgres: "$primary" "$standby" 2>/dev/null || true
-"${as_postgres[@]}" "$bin/initdb" -D "$primary/data" -U postgres -A trust --no-sync >/dev/null
-cluster_start "$primary" 25432
+cluster_primary primary 25432
 export RUST_LOG=warn SITEMAPD_BASE_URL=https://www.example.com/
 DATABASE_URL=postgres://postgres@127.0.0.1:25432/sitemapd "$binary" demo --urls "$rows" >/dev/null
 psql -q postgres://postgres@127.0.0.1:25432/sitemapd -c "VACUUM ANALYZE"
-"${as_postgres[@]}" "$bin/pg_basebackup" -h 127.0.0.1 -p 25432 -U postgres -D "$standby/data" \
-    -R -X stream --checkpoint=fast --no-sync
-cluster_start "$standby" 25433
+cluster_standby standby 25433 25432 -c hot_standby_feedback=on
 
 # Port 18080 reads on the primary, 18082 on the standby.
 for port in 18080 18082; do
@@ -65,7 +45,7 @@ for port in 18080 18082; do
     "${read_url[@]}" env DATABASE_URL=postgres://postgres@127.0.0.1:25432/sitemapd \
         SITEMAPD_LISTEN=127.0.0.1:$port SITEMAPD_METRICS_LISTEN=127.0.0.1:$((port + 1)) \
         SITEMAPD_PAGE_CACHE_BYTES=0 SITEMAPD_WARM_UP_INTERVAL_MS=0 \
-        "$binary" serve >"$work/serve-$port.log" 2>&1 &
+        "$binary" serve >"$cluster_work/serve-$port.log" 2>&1 &
     pids+=($!)
 done
 for port in 18080 18082; do

@@ -23,16 +23,13 @@ what B adds is what the crawler's requests cost the database. Needs psycopg
 import argparse
 import collections
 import http.client
-import os
 import re
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 
 import psycopg
+
+from bench_service import serving
 
 PAGE = "/sitemap-1.xml.gz"
 
@@ -116,27 +113,7 @@ def main():
     parser.add_argument("--port", type=int, default=18080)
     args = parser.parse_args()
 
-    env = dict(os.environ, DATABASE_URL=args.database_url, RUST_LOG="warn",
-               SITEMAPD_BASE_URL="https://www.example.com/",
-               SITEMAPD_LISTEN=f"127.0.0.1:{args.port}",
-               SITEMAPD_METRICS_LISTEN=f"127.0.0.1:{args.port + 1}")
-    log = tempfile.TemporaryFile()
-    server = subprocess.Popen([args.binary, "serve"], env=env, stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=5)
-                conn.request("GET", "/readyz")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                log.seek(0)
-                sys.exit(f"the service did not become ready:\n{log.read().decode()}")
-            time.sleep(0.05)
-
+    with serving(args.binary, args.database_url, args.port):
         validators = []
         conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
         for n in range(2, args.sites + 2):
@@ -161,9 +138,6 @@ def main():
                           for (path, kind, status), n in sorted(answers.items())))
         print(f"   database reads {beside}; the crawler's requests added "
               f"{ {k: beside[k] - alone[k] for k in beside} }")
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait()
 
 
 if __name__ == "__main__":
