@@ -2136,6 +2136,54 @@ COMMENT ON FUNCTION public.sitemap_urls_mark_inserted() IS 'After INSERT, for ro
 
 
 --
+-- Name: sitemap_urls_refuse_moving_sites(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_urls_refuse_moving_sites() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    refused sitemap_site_moves;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM sitemap_site_moves WHERE refuses_writes)
+       OR current_setting('sitemapd.move', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        SELECT m.* INTO refused FROM sitemap_site_moves m
+        WHERE m.refuses_writes AND m.site IN (SELECT site FROM new_rows) LIMIT 1;
+    ELSIF TG_OP = 'UPDATE' THEN
+        SELECT m.* INTO refused FROM sitemap_site_moves m
+        WHERE m.refuses_writes
+          AND m.site IN (SELECT site FROM new_rows UNION SELECT site FROM old_rows) LIMIT 1;
+    ELSE
+        SELECT m.* INTO refused FROM sitemap_site_moves m
+        WHERE m.refuses_writes AND m.site IN (SELECT site FROM old_rows) LIMIT 1;
+    END IF;
+    IF refused.site IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF refused.direction = 'in' THEN
+        RAISE EXCEPTION 'site % is arriving from another cell (%): its writes are refused until the copy is verified', refused.site, refused.other_cell
+            USING ERRCODE = 'SD001', HINT = 'retry in a few seconds, through the proxy';
+    ELSIF refused.verified_at IS NULL THEN
+        RAISE EXCEPTION 'site % is moving to another cell (%): its writes are refused during the switch', refused.site, refused.other_cell
+            USING ERRCODE = 'SD001', HINT = 'retry in a few seconds, through the proxy';
+    ELSE
+        RAISE EXCEPTION 'site % has moved to another cell (%): write to that cell', refused.site, refused.other_cell
+            USING ERRCODE = 'SD001', HINT = 'the proxy sends the site to its new cell';
+    END IF;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_urls_refuse_moving_sites(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_urls_refuse_moving_sites() IS 'After each INSERT, UPDATE or DELETE of sitemap_urls, once per statement: refuses it (SQLSTATE SD001, naming the site and the other cell) when it wrote a row of a site whose writes sitemap_site_moves refuses. The move''s own statements pass (setting sitemapd.move = on).';
+
+
+--
 -- Name: sitemap_video_bytes(jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2565,6 +2613,28 @@ COMMENT ON TABLE public.sitemap_site_changes IS 'Sites created, or whose base UR
 
 
 --
+-- Name: sitemap_site_moves; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_site_moves (
+    site text NOT NULL,
+    direction text NOT NULL,
+    other_cell text NOT NULL,
+    refuses_writes boolean NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    verified_at timestamp with time zone,
+    CONSTRAINT sitemap_site_moves_direction_value CHECK ((direction = ANY (ARRAY['out'::text, 'in'::text])))
+);
+
+
+--
+-- Name: TABLE sitemap_site_moves; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_site_moves IS 'Sites moving to or from another cell (`sitemapd sites move`), one row each. direction ''out'': the site leaves this cell; its writes are refused from the final catch-up on (refuses_writes), and for good once the move is verified (verified_at), so they go to the new cell. direction ''in'': the site arrives; its writes are refused until the copy is verified, when the row is deleted. other_cell names the other database (its URL without a password). `sitemapd sites move NAME --abort` deletes both rows.';
+
+
+--
 -- Name: sitemap_site_tokens; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2978,6 +3048,14 @@ ALTER TABLE ONLY public.sitemap_site_changes
 
 
 --
+-- Name: sitemap_site_moves sitemap_site_moves_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_site_moves
+    ADD CONSTRAINT sitemap_site_moves_pkey PRIMARY KEY (site);
+
+
+--
 -- Name: sitemap_site_tokens sitemap_site_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3280,6 +3358,27 @@ CREATE TRIGGER sitemap_urls_after_truncate AFTER TRUNCATE ON public.sitemap_urls
 --
 
 CREATE TRIGGER sitemap_urls_before_update BEFORE UPDATE ON public.sitemap_urls FOR EACH ROW EXECUTE FUNCTION public.sitemap_urls_before_update();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_deleted_for_moves; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_deleted_for_moves AFTER DELETE ON public.sitemap_urls REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_urls_refuse_moving_sites();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_inserted_for_moves; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_inserted_for_moves AFTER INSERT ON public.sitemap_urls REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_urls_refuse_moving_sites();
+
+
+--
+-- Name: sitemap_urls sitemap_urls_updated_for_moves; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_urls_updated_for_moves AFTER UPDATE ON public.sitemap_urls REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_urls_refuse_moving_sites();
 
 
 --

@@ -189,6 +189,16 @@ impl Config {
         self.settings.site_defaults()
     }
 
+    /// These settings on another database, read from its primary alone:
+    /// another cell's, for a site's move.
+    pub fn on_database(&self, database_url: &str) -> Result<Config, Error> {
+        Config::new(Settings {
+            database_url: DatabaseUrl::new(database_url),
+            database_read_url: None,
+            ..self.settings.clone()
+        })
+    }
+
     /// The primary site (`site`, `base_url`): the default of records and
     /// commands that name none.
     pub fn primary_site(&self) -> &Site {

@@ -4,9 +4,12 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use anyhow::Context;
 use sitemapd::config::Config;
 use sitemapd::site::admin::Admin;
+use sitemapd::site::moving::SiteMove;
 use sitemapd::site::{IndexFormat, SiteSpec};
 use sitemapd::store::Workload;
 use sitemapd::store::{StoredSite, Written};
@@ -32,6 +35,31 @@ pub(super) enum Command {
         /// and folds do not wait on.
         #[arg(long)]
         purge: bool,
+    },
+    /// Move a site to another cell while both serve: copy its rows, catch
+    /// up with its writes, refuse them for the switch, let both cells place
+    /// the rows, check they serve the same entries, and print the proxy's
+    /// line. Then switch the proxy and run again with --finish.
+    Move {
+        name: String,
+        /// The target cell's database URL.
+        #[arg(long, value_name = "DATABASE_URL")]
+        to: String,
+        /// The nginx upstream of the target cell's replicas, for the printed
+        /// map line.
+        #[arg(long, required_unless_present_any = ["finish", "abort"])]
+        upstream: Option<String>,
+        /// After the proxy sends the site to the target: delete it from
+        /// this cell, which goes on refusing its writes.
+        #[arg(long, conflicts_with = "abort")]
+        finish: bool,
+        /// Undo a move not yet verified: the target forgets the site and
+        /// this cell takes its writes again.
+        #[arg(long)]
+        abort: bool,
+        /// How long the switch waits for transactions begun before it.
+        #[arg(long, default_value_t = 30)]
+        switch_wait_s: u64,
     },
     /// List the sites by name, tab-separated: name, base URL, index; or,
     /// with --format nginx-map, their hosts as entries of an nginx `map`
@@ -143,6 +171,61 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
             let deleted = admin.remove(&name, purge).await?;
             println!("removed site {name} ({deleted} URL rows deleted)");
         }
+        Command::Move {
+            name,
+            to,
+            upstream,
+            finish,
+            abort,
+            switch_wait_s,
+        } => {
+            if let Some(upstream) = &upstream {
+                check_upstream(upstream)?;
+            }
+            let target_config = config.on_database(&to).context("--to")?;
+            let target_store = super::open(&target_config, Workload::Bulk).await?;
+            let target = Admin {
+                store: &target_store,
+                ..admin
+            };
+            let moving = SiteMove {
+                source: admin,
+                target,
+                target_name: target_config.settings.database_url.redacted(),
+                source_name: config.settings.database_url.redacted(),
+                switch_wait: Duration::from_secs(switch_wait_s),
+            };
+            if finish {
+                let deleted = moving.finish(&name).await?;
+                println!("finished: site {name} and its {deleted} URL rows deleted from this cell");
+            } else if abort {
+                let deleted = moving.abort(&name).await?;
+                println!(
+                    "aborted: the target forgot site {name} ({deleted} rows); this cell takes its writes again"
+                );
+            } else {
+                let moved = moving.run(&name, |step| println!("{step}")).await?;
+                println!(
+                    "moved site {name}: {} rows copied in {} rounds, {:.1} s; writes refused for {:.1} s",
+                    moved.rows_copied,
+                    moved.rounds,
+                    moved.took.as_secs_f64(),
+                    moved.writes_refused_for.as_secs_f64()
+                );
+                println!(
+                    "switch the proxy: this line now belongs in the target's map (both cells' \
+                     `sites list --format nginx-map` say so), then `nginx -s reload`:"
+                );
+                println!(
+                    "{:?} {};",
+                    moved.site.host(),
+                    upstream.as_deref().unwrap_or_default()
+                );
+                println!(
+                    "then delete it here: sitemapd sites move {name} --to <DATABASE_URL> --finish"
+                );
+            }
+        }
         Command::List {
             after,
             limit,
@@ -150,17 +233,11 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
             upstream,
         } => {
             let upstream = upstream.unwrap_or_default();
+            let mut elsewhere = std::collections::HashSet::new();
             if format == ListFormat::NginxMap {
-                if upstream.is_empty()
-                    || !upstream
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                {
-                    anyhow::bail!(
-                        "sites list: --upstream {upstream:?}: an nginx upstream name, of letters, digits, _ and -"
-                    );
-                }
+                check_upstream(&upstream)?;
                 println!("# sitemapd sites list --format nginx-map --upstream {upstream}");
+                elsewhere = admin.routed_elsewhere().await?;
             }
             let mut hosts = std::collections::HashSet::new();
             let mut after = after;
@@ -174,6 +251,7 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
                     match format {
                         ListFormat::Text => println!("{}", line(entry)),
                         // Sites on one host (path prefixes) are one entry.
+                        ListFormat::NginxMap if elsewhere.contains(&entry.site.name) => {}
                         ListFormat::NginxMap => {
                             if hosts.insert(entry.site.host().to_owned()) {
                                 println!("{:?} {upstream};", entry.site.host());
@@ -183,6 +261,19 @@ pub(super) async fn run(config: &Config, command: Command) -> anyhow::Result<()>
                 }
             }
         }
+    }
+    Ok(())
+}
+
+fn check_upstream(upstream: &str) -> anyhow::Result<()> {
+    if upstream.is_empty()
+        || !upstream
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        anyhow::bail!(
+            "--upstream {upstream:?}: an nginx upstream name, of letters, digits, _ and -"
+        );
     }
     Ok(())
 }

@@ -150,7 +150,16 @@ impl IntoResponse for HttpError {
                 "only GET and HEAD\n",
             )
                 .into_response(),
-            HttpError::Store(error) => unavailable(&error),
+            HttpError::Store(error) => match error.refused_by_a_move() {
+                // The write goes through once the proxy sends the site to
+                // its new cell: a 503, whose Retry-After says when to try.
+                Some(detail) => problem_response(&Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "site-moving",
+                    detail,
+                )),
+                None => unavailable(&error),
+            },
             HttpError::Render(error) => unavailable(&error),
             HttpError::Shared(error) => {
                 tracing::error!(%error, "answering 503: database unavailable");

@@ -93,6 +93,17 @@ impl Admin<'_> {
         Ok(self.store.list_sites(after, i64::from(limit)).await?)
     }
 
+    /// The sites a proxy must send to another cell: arriving here from
+    /// one, or moved to one (`sitemapd sites move`).
+    pub async fn routed_elsewhere(&self) -> Result<std::collections::HashSet<String>, AdminError> {
+        Ok(self
+            .store
+            .sites_routed_elsewhere()
+            .await?
+            .into_iter()
+            .collect())
+    }
+
     /// Removes the site `name`: refused while it has URL rows, unless
     /// `purge`, which deletes them first in short transactions. Returns the
     /// rows deleted.

@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub(crate) mod directory;
+pub mod moving;
 pub mod spec;
 
 use serde::{Deserialize, Serialize};

@@ -24,6 +24,7 @@ mod binary_copy;
 mod browse;
 mod fold;
 mod import;
+pub(crate) mod moves;
 mod numbering;
 mod push;
 mod reads;
@@ -35,6 +36,7 @@ mod turn;
 pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub(crate) use import::ImportCounts;
+pub use moves::ServedDigest;
 pub(crate) use push::ChangeBatch;
 pub(crate) use reads::ReadRouteMetrics;
 use reads::Reads;
@@ -63,6 +65,12 @@ pub enum Error {
     /// A read that failed for several callers waiting on it, as its text.
     #[error("{0}")]
     Shared(String),
+    /// A serving read that failed, with the server that failed it.
+    #[error("{server}: {error}")]
+    OnServer { server: String, error: Box<Error> },
+    /// A site's move found the cells holding different rows.
+    #[error("moving a site: {0}")]
+    Move(String),
     #[error("reading a fold's rows: {0}")]
     FoldRows(#[from] binary_copy::FormatError),
     #[error(
@@ -93,6 +101,39 @@ impl Error {
     /// Whether a write met a row whose key exists.
     pub(crate) fn is_unique_violation(&self) -> bool {
         matches!(self, Error::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
+    }
+}
+
+impl Error {
+    /// The refusal of a write to a site moving between cells (SQLSTATE
+    /// SD001, raised by `sitemap_urls_refuse_moving_sites`), as the
+    /// database words it.
+    pub(crate) fn refused_by_a_move(&self) -> Option<String> {
+        match self {
+            Error::Database(sqlx::Error::Database(error))
+                if error.code().as_deref() == Some("SD001") =>
+            {
+                Some(error.message().to_owned())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Error {
+    /// This error, naming the server of `pool` that failed the read (its
+    /// host, port and role), so a log line never blames the other one.
+    fn on(self, pool: &PgPool, standby: bool) -> Error {
+        let options = pool.connect_options();
+        let role = if standby { "standby" } else { "primary" };
+        Error::OnServer {
+            server: format!(
+                "the {role} at {}:{}",
+                options.get_host(),
+                options.get_port()
+            ),
+            error: Box::new(self),
+        }
     }
 }
 
@@ -578,7 +619,10 @@ impl Store {
     /// The rows of one page in a stable order, streamed as PostgreSQL sends
     /// them; the connection returns to the pool when the stream ends or is
     /// dropped. A row that takes longer than the read timeout ends it with
-    /// [`Error::Timeout`].
+    /// [`Error::Timeout`]. When the standby fails the read part way (it
+    /// stopped answering, or cancelled the query for a recovery conflict),
+    /// the rows after the last one it sent are read on the primary, once:
+    /// the page is built before any of it is sent, and each row comes once.
     pub(crate) fn page_rows<'a>(
         &'a self,
         site: &'a str,
@@ -586,30 +630,61 @@ impl Store {
         page: i32,
     ) -> impl Stream<Item = Result<UrlRow, Error>> + Send + 'a {
         self.serving_reads.pages.inc();
-        // A row whose site, section or loc changed since it was placed is
-        // another URL: it leaves this page now, and the next fold places it.
-        let rows = sqlx::query_as(
-            "SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
-                    u.images::text AS images, u.videos::text AS videos,
-                    k.hreflangs, k.hrefs, p.bytes AS reserved
-             FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
-             LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
-             WHERE p.site = $1 AND p.section = $2 AND p.page = $3
-               AND u.site = p.site AND u.section = p.section
-               AND sitemap_loc_hash(u.loc) = p.loc_hash
-             ORDER BY p.id",
-        )
-        .bind(site)
-        .bind(section)
-        .bind(page)
-        .fetch(self.read.pool());
-        futures_util::stream::unfold(Some(rows), move |rows| async move {
-            let mut rows = rows?;
-            match tokio::time::timeout(self.read_timeout, rows.next()).await {
-                Ok(Some(Ok(row))) => Some((Ok(row), Some(rows))),
-                Ok(Some(Err(error))) => Some((Err(error.into()), None)),
-                Ok(None) => None,
-                Err(_) => Some((Err(Error::Timeout(self.read_timeout)), None)),
+        let read = move |pool: &'a PgPool, after_id: i64| {
+            // A row whose site, section or loc changed since it was placed
+            // is another URL: it leaves this page now, and the next fold
+            // places it.
+            sqlx::query_as(
+                "SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
+                        u.images::text AS images, u.videos::text AS videos,
+                        k.hreflangs, k.hrefs, p.bytes AS reserved
+                 FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
+                 LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
+                 WHERE p.site = $1 AND p.section = $2 AND p.page = $3 AND p.id > $4
+                   AND u.site = p.site AND u.section = p.section
+                   AND sitemap_loc_hash(u.loc) = p.loc_hash
+                 ORDER BY p.id",
+            )
+            .bind(site)
+            .bind(section)
+            .bind(page)
+            .bind(after_id)
+            .fetch(pool)
+        };
+        let (pool, on_standby) = self.read.pool_for_read();
+        struct Reading<'p, S> {
+            rows: S,
+            pool: &'p PgPool,
+            on_standby: bool,
+            last_id: i64,
+        }
+        let reading = Reading {
+            rows: read(pool, i64::MIN),
+            pool,
+            on_standby,
+            last_id: i64::MIN,
+        };
+        futures_util::stream::unfold(Some(reading), move |reading| async move {
+            let mut reading = reading?;
+            loop {
+                let error = match tokio::time::timeout(self.read_timeout, reading.rows.next()).await
+                {
+                    Ok(Some(Ok(row))) => {
+                        let row: UrlRow = row;
+                        reading.last_id = row.id;
+                        return Some((Ok(row), Some(reading)));
+                    }
+                    Ok(Some(Err(error))) => Error::from(error),
+                    Ok(None) => return None,
+                    Err(_) => Error::Timeout(self.read_timeout),
+                };
+                if !(reading.on_standby && error.is_the_servers()) {
+                    return Some((Err(error.on(reading.pool, reading.on_standby)), None));
+                }
+                tracing::debug!(%error, "a page's read failed on the standby: the rest on the primary");
+                reading.pool = self.read.primary();
+                reading.rows = read(reading.pool, reading.last_id);
+                reading.on_standby = false;
             }
         })
     }
@@ -675,9 +750,12 @@ impl Store {
         match self.in_time(read(pool)).await {
             Err(error) if on_standby && error.is_the_servers() => {
                 tracing::debug!(%error, "a read failed on the standby: read on the primary");
-                self.in_time(read(self.read.primary())).await
+                let primary = self.read.primary();
+                self.in_time(read(primary))
+                    .await
+                    .map_err(|error| error.on(primary, false))
             }
-            result => result,
+            result => result.map_err(|error| error.on(pool, on_standby)),
         }
     }
 
@@ -789,6 +867,25 @@ fn pool_options(settings: &Settings) -> PgPoolOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_failed_read_names_the_server_and_its_role() {
+        let standby = PgPoolOptions::new()
+            .connect_lazy("postgres://sitemapd@standby.example:5433/sitemapd")
+            .expect("a lazy pool");
+        let primary = PgPoolOptions::new()
+            .connect_lazy("postgres://sitemapd@primary.example/sitemapd")
+            .expect("a lazy pool");
+        let timeout = || Error::Timeout(Duration::from_millis(10));
+        assert_eq!(
+            timeout().on(&standby, true).to_string(),
+            "the standby at standby.example:5433: database: no answer within 10 ms"
+        );
+        assert_eq!(
+            timeout().on(&primary, false).to_string(),
+            "the primary at primary.example:5432: database: no answer within 10 ms"
+        );
+    }
 
     fn known() -> Vec<(i64, &'static str)> {
         vec![(1, "schema"), (2, "feed"), (3, "runs")]

@@ -3,6 +3,7 @@
 
 mod browser;
 mod caching;
+mod cells;
 mod clusters;
 mod commands;
 mod connections;

@@ -19,6 +19,8 @@ pub(crate) struct Nginx {
     port: u16,
     /// Holds the config and logs while nginx runs.
     prefix: TempDir,
+    /// Whether it runs a master process and its worker.
+    master: bool,
 }
 
 impl Nginx {
@@ -42,16 +44,39 @@ impl Nginx {
         files: &[(&str, String)],
         rewrite: impl FnOnce(&str, u16, &Path) -> String,
     ) -> Nginx {
+        Nginx::run_sample_as(sample, files, rewrite, false).await
+    }
+
+    /// [`Nginx::run_sample`] with a master process and its worker, which
+    /// [`Nginx::reload`] can reload (a lone process answers garbage after a
+    /// reload).
+    pub(crate) async fn run_sample_reloadable(
+        sample: &str,
+        files: &[(&str, String)],
+        rewrite: impl FnOnce(&str, u16, &Path) -> String,
+    ) -> Nginx {
+        Nginx::run_sample_as(sample, files, rewrite, true).await
+    }
+
+    async fn run_sample_as(
+        sample: &str,
+        files: &[(&str, String)],
+        rewrite: impl FnOnce(&str, u16, &Path) -> String,
+        master: bool,
+    ) -> Nginx {
         let sample = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(sample))
             .expect("sample config");
-        Nginx::launch(|port, dir| {
-            for (name, text) in files {
-                std::fs::write(dir.join(name), text).expect("write a file nginx reads");
-            }
-            let config = rewrite(&sample, port, dir);
-            assert_ne!(config, sample, "the sample's addresses were rewritten");
-            config
-        })
+        Nginx::launch(
+            |port, dir| {
+                for (name, text) in files {
+                    std::fs::write(dir.join(name), text).expect("write a file nginx reads");
+                }
+                let config = rewrite(&sample, port, dir);
+                assert_ne!(config, sample, "the sample's addresses were rewritten");
+                config
+            },
+            master,
+        )
         .await
     }
 
@@ -59,7 +84,7 @@ impl Nginx {
         Nginx::run_sample("config/nginx.conf", &[], rewrite).await
     }
 
-    async fn launch(config_of: impl FnOnce(u16, &Path) -> String) -> Nginx {
+    async fn launch(config_of: impl FnOnce(u16, &Path) -> String, master: bool) -> Nginx {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -68,12 +93,19 @@ impl Nginx {
         let config = config_of(port, prefix.path());
         let config_path = prefix.path().join("nginx.conf");
         std::fs::write(&config_path, config).expect("write config");
-        // One process, no workers: killing it on drop leaves nothing behind
-        // (killing a master would orphan its workers).
-        let globals = format!(
-            "daemon off; master_process off; pid {dir}/nginx.pid; error_log {dir}/error.log;",
+        // One process, no workers, unless it is to reload: killing it on
+        // drop leaves nothing behind (killing a master would orphan its
+        // workers, so a master is asked to stop instead).
+        let mut globals = format!(
+            "daemon off; pid {dir}/nginx.pid; error_log {dir}/error.log;",
             dir = prefix.path().display()
         );
+        if !master {
+            globals.push_str(" master_process off;");
+        } else if running_as_root() {
+            // Workers as root too, to reach the test's private directory.
+            globals.push_str(" user root;");
+        }
         let child = Command::new("nginx")
             .arg("-p")
             .arg(prefix.path())
@@ -89,6 +121,7 @@ impl Nginx {
             child,
             port,
             prefix,
+            master,
         };
         for _ in 0..100 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port))
@@ -106,6 +139,20 @@ impl Nginx {
 
     pub(crate) fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Writes `files` over those nginx reads, and has it read them again,
+    /// as `nginx -s reload` does (a `SIGHUP`); for [`Nginx::run_sample_reloadable`].
+    pub(crate) fn reload(&self, files: &[(&str, String)]) {
+        assert!(self.master, "a lone nginx process cannot reload");
+        for (name, text) in files {
+            std::fs::write(self.prefix.path().join(name), text).expect("write a file nginx reads");
+        }
+        let status = Command::new("kill")
+            .args(["-HUP", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "nginx took the signal");
     }
 
     /// Fetches a public URL through nginx, as a crawler resolving the
@@ -126,9 +173,23 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        if self.master {
+            // A fast shutdown: the master stops its workers, then exits.
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+        } else {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
+}
+
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout.trim_ascii() == b"0")
 }
 
 #[sqlx::test]

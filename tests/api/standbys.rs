@@ -415,131 +415,6 @@ async fn the_service_follows_a_promoted_standby_without_a_restart() {
     assert_eq!((rows, placed, twice), (2, 2, 0), "each row placed once");
 }
 
-/// Cells: each PostgreSQL primary holds a set of sites, and nginx sends
-/// each host to the replicas of the cell that holds its site, by the map
-/// `sitemapd sites list --format nginx-map` writes from each cell's
-/// database into the sample `config/nginx-cells.conf`.
-#[tokio::test]
-async fn nginx_sends_each_host_to_the_cell_that_holds_its_site() {
-    let cells = [Cluster::primary(), Cluster::primary()];
-    let mut apps = Vec::new();
-    let mut maps = Vec::new();
-    for (cell, (cluster, upstream, sites)) in cells
-        .iter()
-        .zip([("cell_a", &["a", "b"][..]), ("cell_b", &["c"][..])])
-        .map(|(cluster, (upstream, sites))| (cluster, upstream, sites))
-        .enumerate()
-    {
-        let pool = cluster.migrated("sitemapd").await;
-        let home = format!("https://home{cell}.example.com/");
-        let app = TestApp::spawn_with(pool.clone(), |s| s.base_url = home.clone()).await;
-        for site in sites {
-            exec(
-                &pool,
-                &format!(
-                    "INSERT INTO sitemap_sites (site, origin, path_prefix)
-                     VALUES ('{site}', 'https://{site}.example.com', '/');
-                     INSERT INTO sitemap_urls (site, loc) VALUES ('{site}', 'https://{site}.example.com/p')"
-                ),
-            )
-            .await;
-        }
-        app.fold().await;
-        // Off the test's thread: the service runs on it, and the command
-        // takes its turn with the service's folds.
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sitemapd"));
-        command
-            .args([
-                "sites",
-                "list",
-                "--format",
-                "nginx-map",
-                "--upstream",
-                upstream,
-            ])
-            .env("DATABASE_URL", cluster.url("sitemapd"))
-            .env("SITEMAPD_BASE_URL", &home)
-            .env("RUST_LOG", "warn");
-        let listed = tokio::task::spawn_blocking(move || command.output())
-            .await
-            .expect("joined")
-            .expect("sitemapd runs");
-        assert!(
-            listed.status.success(),
-            "{}",
-            String::from_utf8_lossy(&listed.stderr)
-        );
-        let map = String::from_utf8(listed.stdout).expect("text");
-        let mut entries: Vec<&str> = map.lines().filter(|l| !l.starts_with('#')).collect();
-        entries.sort_unstable();
-        let mut expected: Vec<String> = sites
-            .iter()
-            .map(|site| format!("\"{site}.example.com\" {upstream};"))
-            .chain([format!("\"home{cell}.example.com\" {upstream};")])
-            .collect();
-        expected.sort_unstable();
-        assert_eq!(entries, expected);
-        maps.push((format!("{upstream}.map"), map));
-        apps.push(app);
-    }
-
-    let (a, b) = (apps[0].addr, apps[1].addr);
-    let nginx = crate::proxy::Nginx::run_sample(
-        "config/nginx-cells.conf",
-        &[
-            (&maps[0].0, maps[0].1.clone()),
-            (&maps[1].0, maps[1].1.clone()),
-        ],
-        |sample, port, dir| {
-            sample
-                .replace("server sitemapd-a:8080;", &format!("server {a};"))
-                .replace("server sitemapd-b:8080;", &format!("server {b};"))
-                .replace("/etc/nginx/sitemapd-cells/", &format!("{}/", dir.display()))
-                .replace("listen 8081;", &format!("listen 127.0.0.1:{port};"))
-        },
-    )
-    .await;
-    let through = |host: &'static str, path: &'static str| {
-        let port = nginx.port();
-        async move {
-            let response = crate::helpers::client()
-                .get(format!("http://127.0.0.1:{port}{path}"))
-                .header("host", host)
-                .send()
-                .await
-                .expect("nginx answers");
-            (
-                response.status().as_u16(),
-                response.text().await.expect("body"),
-            )
-        }
-    };
-    for host in [
-        "a.example.com",
-        "b.example.com",
-        "c.example.com",
-        "home1.example.com",
-    ] {
-        let (status, robots) = through(host, "/robots.txt").await;
-        assert_eq!(status, 200, "{host}: {robots}");
-        assert!(
-            robots.contains(&format!("Sitemap: https://{host}/sitemap_index.xml")),
-            "{host}: {robots}"
-        );
-    }
-    let (status, page) = through("c.example.com", "/sitemap-1.xml").await;
-    assert_eq!(status, 200);
-    assert!(
-        page.contains("<loc>https://c.example.com/p</loc>"),
-        "{page}"
-    );
-    assert_eq!(
-        through("nowhere.example.com", "/robots.txt").await.0,
-        404,
-        "no cell holds it"
-    );
-}
-
 /// `database_read_url` may name several hosts too: the reads' pool follows
 /// the one that answers, here the standby named after a host where nothing
 /// listens.
@@ -569,4 +444,68 @@ async fn a_read_url_of_several_hosts_reads_from_the_one_that_answers() {
     let replica = standby.pool("sitemapd").await;
     until_replayed(&pool, &replica).await;
     assert!(page(&app).await.contains("page-1"));
+}
+
+/// A page whose read the standby ends part way (here its backend is
+/// terminated, as a recovery conflict or a shutdown would) is read on from
+/// the primary after the last row the standby sent: a complete `200`, each
+/// URL once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_the_standby_stops_reading_part_way_is_read_on_from_the_primary() {
+    const PAGE_URLS: usize = 10_000;
+    const PAGES: usize = 5;
+    let primary = Cluster::primary();
+    let pool = primary.migrated("sitemapd").await;
+    let standby = Cluster::standby_of(&primary);
+    let replica = standby.pool("sitemapd").await;
+    let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
+    let app = TestApp::spawn_on(store, pool.clone(), |s| s.max_urls = PAGE_URLS as u32).await;
+    app.insert_urls("", "row-", (PAGE_URLS * PAGES) as i64)
+        .await;
+    app.fold().await;
+    until_replayed(&pool, &replica).await;
+    app.until_reads_on_standby().await;
+
+    let mut cut_short = 0;
+    for page in 1..=PAGES {
+        let killer = tokio::spawn({
+            let replica = replica.clone();
+            async move {
+                let started = Instant::now();
+                while started.elapsed() < Duration::from_secs(3) {
+                    let killed: i64 = sqlx::query_scalar(
+                        "SELECT count(*) FROM (
+                             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                             WHERE state = 'active' AND pid <> pg_backend_pid()
+                               AND query LIKE '%sitemap_placed p JOIN sitemap_urls u%') t",
+                    )
+                    .fetch_one(&replica)
+                    .await
+                    .expect("the standby answers");
+                    if killed > 0 {
+                        return true;
+                    }
+                    tokio::task::yield_now().await;
+                }
+                false
+            }
+        });
+        let response = app.get(&format!("/sitemap-{page}.xml")).await;
+        assert_eq!(response.status().as_u16(), 200);
+        let body = response.text().await.expect("a whole body");
+        let locs: Vec<&str> = body
+            .split("<loc>")
+            .skip(1)
+            .map(|rest| rest.split_once("</loc>").expect("closed").0)
+            .collect();
+        let unique: std::collections::BTreeSet<&&str> = locs.iter().collect();
+        assert_eq!(
+            (locs.len(), unique.len()),
+            (PAGE_URLS, PAGE_URLS),
+            "page {page}: every URL once"
+        );
+        cut_short += usize::from(killer.await.expect("joined"));
+    }
+    assert!(cut_short > 0, "no page read was cut short on the standby");
+    eprintln!("{cut_short} of {PAGES} page reads cut short on the standby");
 }
