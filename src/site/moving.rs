@@ -7,8 +7,10 @@
 //!    finds few changes.
 //! 3. The switch: the source refuses the site's writes, waits for the
 //!    transactions that began before, and a last round copies the rest.
-//! 4. Both fold, and their served entries are counted and summed: the
-//!    move stops here, writes still refused, if they differ.
+//! 4. Both fold (they did before the switch too, so this places only the
+//!    last round), and the site's rows are counted and summed on each,
+//!    with the entries their pages serve and the rows left out: the move
+//!    stops here, writes still refused, if they differ.
 //! 5. The source marks the move verified (its writes stay refused, and
 //!    `sites list --format nginx-map` leaves the site out); the target
 //!    opens the site to writes, its IndexNow cursor at its feed's end.
@@ -224,6 +226,23 @@ impl SiteMove<'_> {
             }
         }
 
+        // Placed before the switch, and caught up once more, so the switch
+        // copies and places only what is written during the fold.
+        let began = Instant::now();
+        self.fold_both().await?;
+        progress(format!(
+            "both cells placed the rows in {:.1} s",
+            began.elapsed().as_secs_f64()
+        ));
+        round = moves::copy_site_rows(self.source(), self.target(), name, Some(&round.snapshot))
+            .await?;
+        rounds += 1;
+        rows_copied += round.copied;
+        progress(format!(
+            "caught up {} changed and {} deleted rows written meanwhile",
+            round.copied, round.deleted
+        ));
+
         let refused_at = Instant::now();
         self.switch_writes(name).await?;
         round = moves::copy_site_rows(self.source(), self.target(), name, Some(&round.snapshot))
@@ -231,21 +250,14 @@ impl SiteMove<'_> {
         rounds += 1;
         rows_copied += round.copied;
         progress(format!(
-            "writes refused on the source; copied the last {} changed and {} deleted rows",
-            round.copied, round.deleted
+            "writes refused on the source; copied the last {} changed and {} deleted rows \
+             {:.1} s into the switch",
+            round.copied,
+            round.deleted,
+            refused_at.elapsed().as_secs_f64()
         ));
 
-        let began = Instant::now();
-        let (source_fold, target_fold) = tokio::join!(
-            self.source().fold(Turn::Wait),
-            self.target().fold(Turn::Wait)
-        );
-        source_fold?;
-        target_fold?;
-        progress(format!(
-            "both cells placed the rows in {:.1} s",
-            began.elapsed().as_secs_f64()
-        ));
+        self.fold_both().await?;
         let (source_digest, target_digest) = tokio::join!(
             self.source().served_digest(name),
             self.target().served_digest(name)
@@ -259,8 +271,13 @@ impl SiteMove<'_> {
             });
         }
         progress(format!(
-            "verified: both serve {} entries of {} rows, checksum {}",
-            target_digest.entries, target_digest.rows, target_digest.checksum
+            "verified {:.1} s into the switch: both hold {} rows (checksum {}) and serve {} \
+             entries, {} left out",
+            refused_at.elapsed().as_secs_f64(),
+            target_digest.rows,
+            target_digest.checksum,
+            target_digest.entries,
+            target_digest.skipped
         ));
         self.source().mark_site_move_verified(name).await?;
         self.target()
@@ -274,6 +291,17 @@ impl SiteMove<'_> {
             took: started.elapsed(),
             writes_refused_for: refused_at.elapsed(),
         })
+    }
+
+    /// Both cells place what committed so far.
+    async fn fold_both(&self) -> Result<(), MoveError> {
+        let (source, target) = tokio::join!(
+            self.source().fold(Turn::Wait),
+            self.target().fold(Turn::Wait)
+        );
+        source?;
+        target?;
+        Ok(())
     }
 
     /// Creates the site on the target, refusing its writes, or finds it

@@ -79,14 +79,16 @@ pub(crate) struct CopyRound {
     pub(crate) snapshot: String,
 }
 
-/// The served entries of a site: how many, and the sum of a 64-bit hash of
-/// each (section, loc and every field its entry is written from), which
-/// does not depend on the order rows are read or placed in.
+/// What a cell holds and serves of a site: its rows and a checksum of them
+/// (the sum of a 64-bit hash of each row's section, loc and every field its
+/// entry is written from, whatever order they are read or placed in), the
+/// entries its pages serve, and the rows left out of them.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ServedDigest {
-    pub entries: i64,
     pub rows: i64,
     pub checksum: String,
+    pub entries: i64,
+    pub skipped: i64,
 }
 
 impl Store {
@@ -212,7 +214,8 @@ impl Store {
         }
     }
 
-    /// The served entries of the site and its rows, counted and summed.
+    /// The site's rows, counted and summed, and its entries served and
+    /// left out, in one snapshot.
     pub(crate) async fn served_digest(&self, site: &str) -> Result<ServedDigest, Error> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -224,15 +227,16 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         let digest = sqlx::query_as(
-            "SELECT
-                 (SELECT count(*) FROM sitemap_urls WHERE site = $1) AS rows,
-                 count(*) AS entries,
-                 coalesce(sum(('x' || left(md5(ROW(u.section, u.loc, u.lastmod, u.changefreq,
-                     u.priority, u.updated_at, u.images, u.videos, u.news, u.hreflang,
-                     u.hreflang_cluster)::text), 16))::bit(64)::bigint::numeric), 0)::text
-                     AS checksum
-             FROM sitemap_urls u JOIN sitemap_placed p ON p.id = u.id
-             WHERE u.site = $1 AND p.page IS NOT NULL",
+            "SELECT r.rows, r.checksum,
+                    (SELECT coalesce(sum(url_count), 0)::bigint FROM sitemap_pages
+                     WHERE site = $1) AS entries,
+                    (SELECT count(*) FROM sitemap_placements
+                     WHERE site = $1 AND skip_reason IS NOT NULL) AS skipped
+             FROM (SELECT count(*) AS rows,
+                          coalesce(sum(hashtextextended(ROW(section, loc, lastmod, changefreq,
+                              priority, updated_at, images, videos, news, hreflang,
+                              hreflang_cluster)::text, 0)::numeric), 0)::text AS checksum
+                   FROM sitemap_urls WHERE site = $1) r",
         )
         .bind(site)
         .fetch_one(&mut *tx)

@@ -408,7 +408,7 @@ async fn a_site_moves_between_cells_while_written_and_crawled() {
         printed.contains(&format!("\"{MOVED_HOST}\" cell_b;")),
         "{printed}"
     );
-    assert!(printed.contains("verified: both serve"), "{printed}");
+    assert!(printed.contains("into the switch: both hold"), "{printed}");
 
     // Until the proxy switches, the source refuses the site's writes, by
     // SQL and by the write API, naming the site and where it went.
@@ -626,7 +626,7 @@ async fn a_move_refuses_what_would_split_or_lose_a_site_and_can_be_undone() {
     let (code, said) = run(vec!["solo", "--upstream", "cell_b"], to()).await;
     assert_eq!(code, Some(0), "{said}");
     assert!(
-        said.contains("verified: both serve 12 entries of 12 rows"),
+        said.contains("both hold 12 rows") && said.contains("serve 12 entries, 0 left out"),
         "{said}"
     );
     let (code, said) = run(vec!["solo", "--finish"], to()).await;
