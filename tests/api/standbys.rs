@@ -509,3 +509,141 @@ async fn a_page_the_standby_stops_reading_part_way_is_read_on_from_the_primary()
     assert!(cut_short > 0, "no page read was cut short on the standby");
     eprintln!("{cut_short} of {PAGES} page reads cut short on the standby");
 }
+
+/// The standby made synchronous as docs/scaling.md says
+/// (`synchronous_standby_names`): the API writes acknowledged just before
+/// the primary stops are on the promoted standby, and IndexNow resumes at
+/// its cursor there, so every URL reaches the endpoint once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synchronous_standby_keeps_every_acknowledged_write_and_sends_each_url_once() {
+    let primary = Cluster::primary();
+    let pool = primary.migrated("sitemapd").await;
+    let standby = Cluster::standby_of(&primary);
+    for statement in [
+        "ALTER SYSTEM SET synchronous_standby_names = '*'",
+        "SELECT pg_reload_conf()",
+    ] {
+        sqlx::query(statement)
+            .execute(&pool)
+            .await
+            .expect(statement);
+    }
+    let started = Instant::now();
+    loop {
+        let synchronous: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync')",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("the primary answers");
+        if synchronous {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no synchronous standby"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let receiver = crate::receiver::Receiver::start().await;
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.database_url = sitemapd::config::DatabaseUrl::new(format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/sitemapd?target_session_attrs=read-write",
+        primary.port(),
+        standby.port()
+    ));
+    settings.db_acquire_timeout_ms = 1000;
+    let store = Store::connect(&settings, sitemapd::store::Workload::Serving)
+        .await
+        .expect("connects to the primary of the two");
+    let app = TestApp::spawn_on(store, pool.clone(), |s| {
+        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
+        s.db_acquire_timeout_ms = 1000;
+        s.indexnow_key = Some("failover-key-0123".into());
+        s.indexnow_endpoint = receiver.url("/indexnow");
+        s.indexnow_batch_delay_ms = 1500;
+    })
+    .await;
+    let write = |name: String| {
+        let app = &app;
+        async move {
+            put(
+                app,
+                serde_json::json!([{ "loc": format!("{BASE_URL}{name}") }]),
+            )
+            .await
+            .0
+        }
+    };
+    let sent = || {
+        let mut urls = receiver.urls_answered(&[200]);
+        urls.sort();
+        urls
+    };
+    let until_sent = |n: usize| async move {
+        let started = Instant::now();
+        while sent().len() < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{n} URLs expected, sent: {:?}",
+                sent()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    for i in 0..10 {
+        assert_eq!(write(format!("first-{i}")).await, 200);
+    }
+    until_sent(10).await;
+    // The cursor's advance is committed (and, synchronously, on the
+    // standby) once the batch after it can be claimed.
+    let started = Instant::now();
+    loop {
+        let caught_up: bool = sqlx::query_scalar(
+            "SELECT delivered_through = (SELECT max(seq) FROM sitemap_changes)
+             FROM sitemap_indexnow_cursors",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("the cursor");
+        if caught_up {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the cursor did not advance"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Acknowledged, then the primary stops before the pusher's next batch.
+    for i in 0..5 {
+        assert_eq!(write(format!("second-{i}")).await, 200);
+    }
+    primary.stop();
+    standby.promote();
+    let stopped = Instant::now();
+    while write("third".to_owned()).await != 200 {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(10),
+            "no write taken by the new primary within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    until_sent(16).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let mut expected: Vec<String> = (0..10)
+        .map(|i| format!("{BASE_URL}first-{i}"))
+        .chain((0..5).map(|i| format!("{BASE_URL}second-{i}")))
+        .chain([format!("{BASE_URL}third")])
+        .collect();
+    expected.sort();
+    assert_eq!(sent(), expected, "each URL sent once");
+    let promoted = standby.pool("sitemapd").await;
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_urls")
+        .fetch_one(&promoted)
+        .await
+        .expect("the new primary");
+    assert_eq!(rows, 16, "every acknowledged write");
+}
