@@ -96,11 +96,6 @@ impl Reads {
         }
     }
 
-    /// The pool the next read goes to.
-    pub(crate) fn pool(&self) -> &PgPool {
-        self.pool_for_read().0
-    }
-
     /// The pool the next read goes to, and whether it is the standby's.
     pub(crate) fn pool_for_read(&self) -> (&PgPool, bool) {
         match self.next_standby() {

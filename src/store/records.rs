@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use time::OffsetDateTime;
 
+use sqlx::PgPool;
+
 use super::{Error, Store};
 
 /// A row as stored, with where it is served (or why it is not).
@@ -125,72 +127,23 @@ impl Store {
     /// Every site's sections and pages with their counts (only `site`'s,
     /// when given), in index order, sections that only hold skipped rows
     /// included.
+    /// Read in one transaction on the reads' server; one the standby
+    /// failed is read again on the primary, as [`Store::serving_read`] does.
     pub(crate) async fn stats(
         &self,
         site: Option<&str>,
     ) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
-        let mut tx = self.read.pool().begin().await?;
-        // One snapshot for every read, so pages and skips agree.
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            .execute(&mut *tx)
-            .await?;
-        let pages: Vec<(String, String, PageStats)> = sqlx::query_as::<_, PageRow>(
-            "SELECT site, section, page, url_count, bytes, lastmod, images, videos, alternates
-             FROM sitemap_pages WHERE $1::text IS NULL OR site = $1
-             ORDER BY site, section, page",
-        )
-        .bind(site)
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(|row| (row.site, row.section, row.stats))
-        .collect();
-        let skipped: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT site, section, count(*) FROM sitemap_placements
-             WHERE skip_reason IS NOT NULL AND ($1::text IS NULL OR site = $1)
-             GROUP BY site, section",
-        )
-        .bind(site)
-        .fetch_all(&mut *tx)
-        .await?;
-        // A site's clusters are those its rows name.
-        macro_rules! clusters {
-            () => {
-                "(SELECT k.* FROM sitemap_clusters k
-                  WHERE $1::text IS NULL OR EXISTS (
-                      SELECT 1 FROM sitemap_urls u
-                      WHERE u.hreflang_cluster = k.cluster AND u.site = $1)) c"
-            };
+        let (pool, on_standby) = self.read.pool_for_read();
+        match stats_on(pool, site).await {
+            Err(error) if on_standby && error.is_the_servers() => {
+                tracing::debug!(%error, "stats failed on the standby: read on the primary");
+                let primary = self.read.primary();
+                stats_on(primary, site)
+                    .await
+                    .map_err(|error| error.on(primary, false))
+            }
+            result => result.map_err(|error| error.on(pool, on_standby)),
         }
-        let (clusters_count, with_problems): (i64, i64) = sqlx::query_as(concat!(
-            "SELECT count(*), count(*) FILTER (WHERE problem IS NOT NULL) FROM ",
-            clusters!()
-        ))
-        .bind(site)
-        .fetch_one(&mut *tx)
-        .await?;
-        let news: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT site, sum(url_count)::bigint FROM sitemap_news_files
-             WHERE $1::text IS NULL OR site = $1 GROUP BY site",
-        )
-        .bind(site)
-        .fetch_all(&mut *tx)
-        .await?;
-        let examples = sqlx::query_as(concat!(
-            "SELECT cluster, problem FROM ",
-            clusters!(),
-            " WHERE problem IS NOT NULL ORDER BY cluster LIMIT 10"
-        ))
-        .bind(site)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        let clusters = ClusterStats {
-            clusters: clusters_count,
-            with_problems,
-            examples,
-        };
-        Ok((group_stats(pages, skipped, news), clusters))
     }
 
     /// How many hreflang clusters are served without links, for the metrics.
@@ -201,6 +154,75 @@ impl Store {
                 .await?,
         )
     }
+}
+
+/// [`Store::stats`] on `pool`.
+async fn stats_on(
+    pool: &PgPool,
+    site: Option<&str>,
+) -> Result<(Vec<SiteStats>, ClusterStats), Error> {
+    let mut tx = pool.begin().await?;
+    // One snapshot for every read, so pages and skips agree.
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let pages: Vec<(String, String, PageStats)> = sqlx::query_as::<_, PageRow>(
+        "SELECT site, section, page, url_count, bytes, lastmod, images, videos, alternates
+         FROM sitemap_pages WHERE $1::text IS NULL OR site = $1
+         ORDER BY site, section, page",
+    )
+    .bind(site)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|row| (row.site, row.section, row.stats))
+    .collect();
+    let skipped: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT site, section, count(*) FROM sitemap_placements
+         WHERE skip_reason IS NOT NULL AND ($1::text IS NULL OR site = $1)
+         GROUP BY site, section",
+    )
+    .bind(site)
+    .fetch_all(&mut *tx)
+    .await?;
+    // A site's clusters are those its rows name.
+    macro_rules! clusters {
+        () => {
+            "(SELECT k.* FROM sitemap_clusters k
+              WHERE $1::text IS NULL OR EXISTS (
+                  SELECT 1 FROM sitemap_urls u
+                  WHERE u.hreflang_cluster = k.cluster AND u.site = $1)) c"
+        };
+    }
+    let (clusters_count, with_problems): (i64, i64) = sqlx::query_as(concat!(
+        "SELECT count(*), count(*) FILTER (WHERE problem IS NOT NULL) FROM ",
+        clusters!()
+    ))
+    .bind(site)
+    .fetch_one(&mut *tx)
+    .await?;
+    let news: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT site, sum(url_count)::bigint FROM sitemap_news_files
+         WHERE $1::text IS NULL OR site = $1 GROUP BY site",
+    )
+    .bind(site)
+    .fetch_all(&mut *tx)
+    .await?;
+    let examples = sqlx::query_as(concat!(
+        "SELECT cluster, problem FROM ",
+        clusters!(),
+        " WHERE problem IS NOT NULL ORDER BY cluster LIMIT 10"
+    ))
+    .bind(site)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let clusters = ClusterStats {
+        clusters: clusters_count,
+        with_problems,
+        examples,
+    };
+    Ok((group_stats(pages, skipped, news), clusters))
 }
 
 #[derive(sqlx::FromRow)]

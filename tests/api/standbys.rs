@@ -231,6 +231,7 @@ async fn a_standby_that_is_down_sends_reads_to_the_primary_until_it_answers() {
     let store = Store::from_pool(pool.clone()).with_read_pool(replica.clone());
     let app = TestApp::spawn_on(store, pool.clone(), |s| {
         s.db_acquire_timeout_ms = ACQUIRE_TIMEOUT.as_millis() as u64;
+        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
     })
     .await;
     app.insert_urls("", "page-", 2).await;
@@ -248,10 +249,15 @@ async fn a_standby_that_is_down_sends_reads_to_the_primary_until_it_answers() {
     // Before the watcher has looked: the read fails on the standby, and is
     // read once more on the primary.
     assert!(app.state.store.reads_on_standby());
-    let index = app.get("/sitemap_index.xml").await;
+    let auth = format!("Bearer {TOKEN}");
+    let headers = [("authorization", auth.as_str())];
+    let (index, stats) = tokio::join!(
+        app.get("/sitemap_index.xml"),
+        app.send(Method::GET, "/api/v1/stats", &headers, "")
+    );
     assert_eq!(
-        index.status(),
-        200,
+        (index.status().as_u16(), stats.status().as_u16()),
+        (200, 200),
         "a read the standby failed is read on the primary"
     );
     let moved = until("reads back on the primary", ACQUIRE_TIMEOUT * 4, || {
@@ -265,7 +271,7 @@ async fn a_standby_that_is_down_sends_reads_to_the_primary_until_it_answers() {
     assert_eq!(app.get("/readyz").await.status(), 200);
     let metrics = app.metrics().await.text().await.expect("metrics");
     for expected in [
-        "sitemapd_read_fallbacks_total 1",
+        "sitemapd_read_fallbacks_total 1\n",
         r#"sitemapd_read_server{server="primary"} 1"#,
         r#"sitemapd_read_server{server="standby"} 0"#,
     ] {
