@@ -498,6 +498,8 @@ pub(crate) fn route_of(path: &str) -> &'static str {
         _ if file.ends_with(".txt") => routes::INDEXNOW_KEY,
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml") => routes::INDEX,
         _ if file.starts_with("sitemap_index") && file.ends_with(".xml.gz") => routes::INDEX_GZ,
+        _ if file == "sitemap.xml" => routes::INDEX,
+        _ if file == "sitemap.xml.gz" => routes::INDEX_GZ,
         _ if file.starts_with("sitemap_news") && file.ends_with(".xml") => routes::NEWS_XML,
         _ if file.starts_with("sitemap_news") && file.ends_with(".xml.gz") => routes::NEWS_GZ,
         _ if file.starts_with("sitemap-") && file.ends_with(".xml.gz") => routes::PAGE_GZ,
@@ -513,6 +515,7 @@ mod tests {
     #[test]
     fn paths_map_to_few_labels() {
         assert_eq!(route_of("/shop/sitemap_index.xml"), "/sitemap_index.xml");
+        assert_eq!(route_of("/sitemap.xml"), "/sitemap_index.xml");
         assert_eq!(route_of("/sitemap-blog-3.xml.gz"), "/sitemap-{n}.xml.gz");
         assert_eq!(route_of("/sitemap-3.xml"), "/sitemap-{n}.xml");
         assert_eq!(route_of("/sitemap_news-2.xml.gz"), "/sitemap_news.xml.gz");

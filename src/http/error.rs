@@ -17,6 +17,10 @@ use crate::store;
 pub(crate) enum HttpError {
     #[error("not found")]
     NotFound,
+    /// A sitemap document that would list nothing, which neither schema
+    /// allows: why, in a sentence.
+    #[error("{0}")]
+    NothingListed(String),
     /// A request whose query names something that cannot be: what and why.
     #[error("bad request: {0}")]
     BadRequest(String),
@@ -141,6 +145,13 @@ impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         match self {
             HttpError::NotFound => (StatusCode::NOT_FOUND, "not found\n").into_response(),
+            // Not kept by caches: the document appears with its first URL.
+            HttpError::NothingListed(why) => (
+                StatusCode::NOT_FOUND,
+                [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+                format!("{why}\n"),
+            )
+                .into_response(),
             HttpError::BadRequest(reason) => {
                 (StatusCode::BAD_REQUEST, format!("bad request: {reason}\n")).into_response()
             }

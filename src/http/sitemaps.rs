@@ -106,6 +106,15 @@ async fn index(
 ) -> Result<Response, HttpError> {
     let members = on_host.index_members(site);
     let listing = state.pages.indexes.listing(&members).await?;
+    // An index must list at least one sitemap (siteindex.xsd), and so must
+    // a page list one URL: a site with none has no valid document to serve.
+    if listing.listed().next().is_none() {
+        return Err(HttpError::NothingListed(format!(
+            "site {} lists no URL yet: its sitemap index appears with its first URL (an index \
+             must list at least one sitemap)",
+            site.name
+        )));
+    }
     let capacity = listing.capacity;
     let chunks = listing.chunks();
     let nested = site.nested_index && chunks > 1;
@@ -302,6 +311,16 @@ async fn page(
         .summary(site, &name.section, name.page)
         .await?
         .ok_or(HttpError::NotFound)?;
+    // A page all of whose URLs left, or a news sitemap whose window holds
+    // no article: the index leaves it out, and a urlset must list one URL.
+    if summary.url_count == 0 {
+        return Err(HttpError::NothingListed(format!(
+            "{} of site {} lists no URL now (a sitemap must list one at least): the index \
+             lists it again when it does",
+            name.file_name(encoding),
+            site.name
+        )));
+    }
     let representation = Representation::of(encoding, request);
     let codec = representation.codec;
     let validators = page_validators(state, summary.lastmod, representation.page_tag());

@@ -100,10 +100,12 @@ impl IndexListing<'_> {
             .flat_map(|(site, snapshot)| snapshot.iter().map(move |entry| (*site, entry)))
     }
 
-    /// The pages an index lists: the non-empty ones, and a site's first
-    /// news sitemap, empty or not.
+    /// The pages an index lists: the non-empty ones. (A site's first news
+    /// sitemap is `listed` while the site has news records, but a urlset
+    /// must list one URL: it waits for an article in its window.)
     pub(crate) fn listed(&self) -> impl Iterator<Item = (&Site, &store::IndexEntry)> {
-        self.pages().filter(|(_, entry)| entry.listed)
+        self.pages()
+            .filter(|(_, entry)| entry.listed && entry.url_count > 0)
     }
 
     /// Into how many index files of [`IndexListing::capacity`] pages the

@@ -138,7 +138,8 @@ pub enum IndexFile {
 }
 
 impl IndexFile {
-    /// Which index file a name denotes, and its encoding.
+    /// Which index file a name denotes, and its encoding; `sitemap.xml`
+    /// is the root too.
     pub fn parse(file: &str) -> Option<(IndexFile, Encoding)> {
         let (stem, encoding) = match file.strip_suffix(Encoding::Gzip.suffix()) {
             Some(stem) => (stem, Encoding::Gzip),
@@ -147,7 +148,8 @@ impl IndexFile {
                 Encoding::Plain,
             ),
         };
-        if stem == "sitemap_index" {
+        // `sitemap.xml` is the name people and tools try first.
+        if stem == "sitemap_index" || stem == "sitemap" {
             return Some((IndexFile::Root, encoding));
         }
         let number = stem.strip_prefix("sitemap_index-")?;

@@ -2,10 +2,49 @@ use sqlx::PgPool;
 
 use crate::helpers::{BASE_URL, Schema, TestApp, assert_valid, gunzip, header, robots_command};
 
+/// siteindex.xsd wants one sitemap at least, so a site with no URL has no
+/// valid index: a `404` that says why, kept by no cache, until its first
+/// URL; then `/sitemap.xml`, the name tools try first, is the same document
+/// with the same validators.
 #[sqlx::test]
-async fn empty_table_gives_a_well_formed_index_with_no_entries(pool: PgPool) {
+async fn an_empty_site_has_no_index_until_its_first_url_and_sitemap_xml_is_the_index(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
+    for path in [
+        "/sitemap_index.xml",
+        "/sitemap.xml",
+        "/sitemap_index.xml.gz",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 404, "{path}");
+        assert_eq!(header(&response, "cache-control"), "no-store", "{path}");
+        let body = response.text().await.expect("body");
+        assert!(
+            body.contains("site default lists no URL yet"),
+            "{path}: {body}"
+        );
+    }
     assert!(app.index().await.is_empty());
+
+    app.insert_urls("", "first-", 1).await;
+    app.fold().await;
+    let index = app.get("/sitemap_index.xml").await;
+    let alias = app.get("/sitemap.xml").await;
+    assert_eq!(
+        (index.status().as_u16(), alias.status().as_u16()),
+        (200, 200)
+    );
+    for name in ["etag", "last-modified", "content-type"] {
+        assert_eq!(header(&index, name), header(&alias, name), "{name}");
+    }
+    let (index, alias) = (
+        index.bytes().await.expect("index"),
+        alias.bytes().await.expect("alias"),
+    );
+    assert_eq!(index, alias);
+    assert_valid(&alias, Schema::Index);
+    let gz = app.get("/sitemap.xml.gz").await;
+    assert_eq!(gz.status(), 200);
+    assert_eq!(gunzip(&gz.bytes().await.expect("gz")), index.to_vec());
 }
 
 #[sqlx::test]
@@ -72,6 +111,8 @@ async fn sections_get_pages_of_their_own(pool: PgPool) {
 #[sqlx::test]
 async fn index_carries_the_protocol_headers(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
+    app.insert_urls("", "page-", 1).await;
+    app.fold().await;
     let response = app.get("/sitemap_index.xml").await;
     assert_eq!(header(&response, "x-robots-tag"), "noindex");
     assert!(response.headers().get("content-encoding").is_none());

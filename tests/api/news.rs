@@ -1,6 +1,6 @@
 //! The news sitemap: the last 48 hours of articles, newest first, a thousand
-//! to a file, rolling with the clock and no write, listed in the index even
-//! when the window is empty.
+//! to a file, rolling with the clock and no write, and out of the index
+//! while the window is empty.
 
 use std::time::Duration;
 
@@ -133,13 +133,19 @@ async fn articles_leave_the_news_sitemap_as_they_age_without_a_write(pool: PgPoo
     let (unchanged, _, _) = news(&app, "sitemap_news.xml.gz").await;
     assert_eq!(unchanged, articles);
 
-    // Past everything: an empty news sitemap, valid and still listed.
+    // Past everything: no article in the window, and a urlset must list
+    // one URL, so the news sitemap leaves the index and answers 404 until
+    // an article comes.
     app.clock.advance(time::Duration::hours(48));
     app.fold().await;
-    let (articles, _, _) = news(&app, "sitemap_news.xml.gz").await;
-    assert!(articles.is_empty());
-    assert!(listed(&app, "sitemap_news.xml.gz").await.is_some());
-    assert_eq!(app.get("/sitemap_news.xml").await.status(), 200);
+    assert!(listed(&app, "sitemap_news.xml.gz").await.is_none());
+    for path in ["/sitemap_news.xml.gz", "/sitemap_news.xml"] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 404, "{path}");
+        assert_eq!(header(&response, "cache-control"), "no-store");
+        let body = response.text().await.expect("body");
+        assert!(body.contains("of site default lists no URL now"), "{body}");
+    }
     assert_eq!(
         app.page("/sitemap-1.xml.gz").await.urls.len(),
         4,

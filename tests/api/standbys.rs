@@ -337,6 +337,33 @@ async fn a_write_through_the_api_is_read_back_before_the_standby_replays_it() {
     assert!(page(&app).await.contains("written"));
 }
 
+/// The service over a `database_url` naming `primary` and `standby`
+/// (`target_session_attrs=read-write`), with the write API's token and a
+/// 1 s acquire timeout, and `configure`'s settings.
+async fn following_both(
+    primary: &Cluster,
+    standby: &Cluster,
+    pool: PgPool,
+    configure: impl FnOnce(&mut sitemapd::config::Settings),
+) -> TestApp {
+    let mut settings = sitemapd::config::Settings::defaults();
+    settings.database_url = sitemapd::config::DatabaseUrl::new(format!(
+        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/sitemapd?target_session_attrs=read-write",
+        primary.port(),
+        standby.port()
+    ));
+    settings.db_acquire_timeout_ms = 1000;
+    let store = Store::connect(&settings, sitemapd::store::Workload::Serving)
+        .await
+        .expect("connects to the primary of the two");
+    TestApp::spawn_on(store, pool, |s| {
+        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
+        s.db_acquire_timeout_ms = 1000;
+        configure(s);
+    })
+    .await
+}
+
 /// Failover without a restart: `database_url` names the primary and its
 /// standby (`target_session_attrs=read-write`). The primary stops and the
 /// standby is promoted: within 10 s the service serves from the new
@@ -348,21 +375,7 @@ async fn the_service_follows_a_promoted_standby_without_a_restart() {
     let primary = Cluster::primary();
     let pool = primary.migrated("sitemapd").await;
     let standby = Cluster::standby_of(&primary);
-    let mut settings = sitemapd::config::Settings::defaults();
-    settings.database_url = sitemapd::config::DatabaseUrl::new(format!(
-        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/sitemapd?target_session_attrs=read-write",
-        primary.port(),
-        standby.port()
-    ));
-    settings.db_acquire_timeout_ms = 1000;
-    let store = Store::connect(&settings, sitemapd::store::Workload::Serving)
-        .await
-        .expect("connects to the primary of the two");
-    let app = TestApp::spawn_on(store, pool.clone(), |s| {
-        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
-        s.db_acquire_timeout_ms = 1000;
-    })
-    .await;
+    let app = following_both(&primary, &standby, pool.clone(), |_| {}).await;
     let write = |name: &'static str| {
         let app = &app;
         async move {
@@ -553,33 +566,29 @@ async fn a_synchronous_standby_keeps_every_acknowledged_write_and_sends_each_url
     }
 
     let receiver = crate::receiver::Receiver::start().await;
-    let mut settings = sitemapd::config::Settings::defaults();
-    settings.database_url = sitemapd::config::DatabaseUrl::new(format!(
-        "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/sitemapd?target_session_attrs=read-write",
-        primary.port(),
-        standby.port()
-    ));
-    settings.db_acquire_timeout_ms = 1000;
-    let store = Store::connect(&settings, sitemapd::store::Workload::Serving)
-        .await
-        .expect("connects to the primary of the two");
-    let app = TestApp::spawn_on(store, pool.clone(), |s| {
-        s.api_token_hashes = vec![sitemapd::tokens::hash_of(TOKEN)];
-        s.db_acquire_timeout_ms = 1000;
+    let app = following_both(&primary, &standby, pool.clone(), |s| {
         s.indexnow_key = Some("failover-key-0123".into());
         s.indexnow_endpoint = receiver.url("/indexnow");
         s.indexnow_batch_delay_ms = 1500;
     })
     .await;
+    // The status alone: while the primary moves, a 503's body is text.
+    let auth = format!("Bearer {TOKEN}");
     let write = |name: String| {
-        let app = &app;
+        let (app, auth) = (&app, &auth);
         async move {
-            put(
-                app,
-                serde_json::json!([{ "loc": format!("{BASE_URL}{name}") }]),
+            app.send(
+                Method::PUT,
+                "/api/v1/urls",
+                &[
+                    ("content-type", "application/json"),
+                    ("authorization", auth.as_str()),
+                ],
+                serde_json::json!([{ "loc": format!("{BASE_URL}{name}") }]).to_string(),
             )
             .await
-            .0
+            .status()
+            .as_u16()
         }
     };
     let sent = || {

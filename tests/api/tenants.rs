@@ -567,7 +567,7 @@ async fn the_command_line_adds_sets_lists_and_removes_sites(pool: PgPool) {
     .expect("joined");
     assert!(ok, "{out}{err}");
     until("the site added from the command line", || async {
-        status_on(&app, "blog.example.com", "/sitemap_index.xml").await == 200
+        status_on(&app, "blog.example.com", "/robots.txt").await == 200
     })
     .await;
     let (ok, _, err) = cli(&[
@@ -631,7 +631,7 @@ async fn the_command_line_adds_sets_lists_and_removes_sites(pool: PgPool) {
         .expect("joined");
     assert!(ok && out.contains("1 URL rows deleted"), "{out}{err}");
     until("the site removed from the command line", || async {
-        status_on(&app, "blog.example.com", "/sitemap_index.xml").await == 404
+        status_on(&app, "blog.example.com", "/robots.txt").await == 404
     })
     .await;
     let tokens: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_site_tokens")
@@ -672,7 +672,7 @@ async fn the_configuration_file_wins_for_the_sites_it_names(pool: PgPool) {
         ]
     );
     assert_eq!(
-        status_on(&app, "kept.example.com", "/sitemap_index.xml").await,
+        status_on(&app, "kept.example.com", "/robots.txt").await,
         200
     );
 }
