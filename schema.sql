@@ -1128,6 +1128,39 @@ COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boole
 
 
 --
+-- Name: sitemap_fold_clamp_lastmods(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_clamp_lastmods() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    DELETE FROM sitemap_lastmod_clamps c
+    USING sitemap_fold_rows f
+    WHERE c.id = f.id AND f.change_xid IS NOT NULL;
+    INSERT INTO sitemap_lastmod_clamps (id, site, section, written_lastmod, served_lastmod)
+    SELECT u.id, u.site, u.section, u.lastmod, now()
+    FROM sitemap_fold_rows f JOIN sitemap_urls u ON u.id = f.id
+    WHERE f.change_xid IS NOT NULL AND u.lastmod > now()
+    ON CONFLICT (id) DO UPDATE
+        SET site = excluded.site, section = excluded.section,
+            written_lastmod = excluded.written_lastmod, served_lastmod = excluded.served_lastmod;
+    -- Deleted rows' clamps, a bounded number per fold.
+    DELETE FROM sitemap_lastmod_clamps
+    WHERE id IN (SELECT c.id FROM sitemap_lastmod_clamps c
+                 WHERE NOT EXISTS (SELECT 1 FROM sitemap_urls u WHERE u.id = c.id)
+                 LIMIT 1000);
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_clamp_lastmods(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_clamp_lastmods() IS 'Step of a fold, before sitemap_fold_end: records the rows it read as changed whose lastmod is later than the fold''s time (now()), to be served with that time, and forgets the clamps of rows changed since; drops up to 1,000 clamps of deleted rows.';
+
+
+--
 -- Name: sitemap_fold_end(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1875,6 +1908,26 @@ COMMENT ON FUNCTION public.sitemap_served_chars(loc text) IS 'A loc''s length as
 
 
 --
+-- Name: sitemap_served_lastmod(timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_served_lastmod(lastmod timestamp with time zone, written_lastmod timestamp with time zone, served_lastmod timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN written_lastmod = lastmod THEN served_lastmod
+                WHEN lastmod > now() THEN now()
+                ELSE lastmod END
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_served_lastmod(lastmod timestamp with time zone, written_lastmod timestamp with time zone, served_lastmod timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_served_lastmod(lastmod timestamp with time zone, written_lastmod timestamp with time zone, served_lastmod timestamp with time zone) IS 'The lastmod a row is served with, given its clamp (sitemap_lastmod_clamps, NULLs for none): the clamp''s time while the row''s lastmod is still the one clamped; else its lastmod, and now for a future one no fold has seen yet.';
+
+
+--
 -- Name: sitemap_site_tokens_after_change(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2457,6 +2510,26 @@ COMMENT ON TABLE public.sitemap_indexnow_cursors IS 'How far each site''s IndexN
 
 
 --
+-- Name: sitemap_lastmod_clamps; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_lastmod_clamps (
+    id bigint NOT NULL,
+    site text NOT NULL,
+    section text NOT NULL,
+    written_lastmod timestamp with time zone NOT NULL,
+    served_lastmod timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_lastmod_clamps; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_lastmod_clamps IS 'Rows whose lastmod was in the future when a fold placed them: served with served_lastmod (that fold''s time) while their lastmod is still written_lastmod. Written by folds alone (sitemap_fold_clamp_lastmods); counted as lastmod-in-future in stats, the HTML view and the metrics.';
+
+
+--
 -- Name: sitemap_news_files; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2984,6 +3057,14 @@ ALTER TABLE ONLY public.sitemap_indexnow_cursors
 
 
 --
+-- Name: sitemap_lastmod_clamps sitemap_lastmod_clamps_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_lastmod_clamps
+    ADD CONSTRAINT sitemap_lastmod_clamps_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: sitemap_news_files sitemap_news_files_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3155,6 +3236,13 @@ CREATE INDEX sitemap_changes_committed_idx ON public.sitemap_changes USING brin 
 --
 
 CREATE INDEX sitemap_clusters_problem_idx ON public.sitemap_clusters USING btree (cluster) WHERE (problem IS NOT NULL);
+
+
+--
+-- Name: sitemap_lastmod_clamps_site; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_lastmod_clamps_site ON public.sitemap_lastmod_clamps USING btree (site, section);
 
 
 --

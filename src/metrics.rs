@@ -75,6 +75,7 @@ pub(crate) struct Metrics {
     rows_read: Counter,
     rows_left_out: Counter,
     skipped_rows: Family<SiteLabels, Gauge>,
+    lastmods_in_future: Family<SiteLabels, Gauge>,
     hreflang_cluster_problems: Gauge,
     pool: Family<PoolLabels, Gauge>,
     database_reads: Family<ReadLabels, Counter>,
@@ -134,6 +135,12 @@ impl Default for Metrics {
             "skipped_rows",
             "Rows not served because their loc is outside their site's base URL or their site is not configured",
             skipped_rows.clone(),
+        );
+        let lastmods_in_future = Family::<SiteLabels, Gauge>::default();
+        registry.register(
+            "lastmods_in_future",
+            "Rows served with the moment their fold placed them, their lastmod being later",
+            lastmods_in_future.clone(),
         );
         let hreflang_cluster_problems = Gauge::default();
         registry.register(
@@ -271,6 +278,7 @@ impl Default for Metrics {
             rows_read,
             rows_left_out,
             skipped_rows,
+            lastmods_in_future,
             hreflang_cluster_problems,
             pool,
             database_reads,
@@ -427,6 +435,15 @@ impl Metrics {
                 .get_or_create(&SiteLabels { site })
                 .set(count);
         }
+        if let Some(counts) = gauges.lastmods_in_future {
+            // A site whose rows were all written again drops out.
+            self.lastmods_in_future.clear();
+            for (site, count) in counts {
+                self.lastmods_in_future
+                    .get_or_create(&SiteLabels { site })
+                    .set(count);
+            }
+        }
         if let Some(problems) = gauges.hreflang_cluster_problems {
             self.hreflang_cluster_problems.set(problems);
         }
@@ -446,6 +463,9 @@ pub(crate) struct Gauges {
     /// Rows left out per site; `None` keeps them as last read (the database
     /// did not answer in time).
     pub(crate) skipped_rows: Option<Vec<(String, i64)>>,
+    /// Rows served with a corrected lastmod per site; `None` as for
+    /// `skipped_rows`.
+    pub(crate) lastmods_in_future: Option<Vec<(String, i64)>>,
     /// hreflang clusters with a problem; `None` as for `skipped_rows`.
     pub(crate) hreflang_cluster_problems: Option<i64>,
 }

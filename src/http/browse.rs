@@ -401,7 +401,13 @@ fn skipped_table(groups: &[SkipGroup]) -> Markup {
                 tbody {
                     @for group in groups {
                         tr {
-                            td { (group.reason) }
+                            td {
+                                (group.reason)
+                                // Not left out: served with a corrected lastmod.
+                                @if group.reason == "lastmod-in-future" {
+                                    " (served, with the moment it was placed as lastmod)"
+                                }
+                            }
                             td.n { (count(group.rows)) }
                             td { @for example in &group.examples { code { (example) } br; } }
                         }

@@ -208,10 +208,14 @@ async fn operators_view(
 
 async fn metrics(State(state): State<HttpState>) -> Response {
     let pool = state.store.pool();
-    let (skipped, cluster_problems) = tokio::join!(
+    let (skipped, in_future, cluster_problems) = tokio::join!(
         tokio::time::timeout(
             std::time::Duration::from_secs(2),
             state.store.skipped_counts(),
+        ),
+        tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            state.store.lastmods_in_future_counts(),
         ),
         tokio::time::timeout(
             std::time::Duration::from_secs(2),
@@ -223,6 +227,7 @@ async fn metrics(State(state): State<HttpState>) -> Response {
         pool_size: i64::from(pool.size()),
         pool_idle: pool.num_idle() as i64,
         skipped_rows: skipped.ok().and_then(Result::ok),
+        lastmods_in_future: in_future.ok().and_then(Result::ok),
         hreflang_cluster_problems: cluster_problems.ok().and_then(Result::ok),
     });
     let content_type =

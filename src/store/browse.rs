@@ -105,13 +105,17 @@ impl Store {
     ) -> Result<Vec<BrowsedUrl>, Error> {
         self.serving_read(|pool| {
             sqlx::query_as(
-                "SELECT u.loc, u.lastmod, u.changefreq, u.priority,
+                "SELECT u.loc,
+                        sitemap_served_lastmod(u.lastmod, c.written_lastmod, c.served_lastmod)
+                            AS lastmod,
+                        u.changefreq, u.priority,
                         coalesce(jsonb_array_length(u.images), 0) AS images,
                         coalesce(jsonb_array_length(u.videos), 0) AS videos,
                         coalesce(cardinality(k.hreflangs), 0) AS alternates,
                         u.news IS NOT NULL AS news
                  FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
                  LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
+                 LEFT JOIN sitemap_lastmod_clamps c ON c.id = u.id
                  WHERE p.site = $1 AND p.section = $2 AND p.page = $3
                    AND u.site = p.site AND u.section = p.section
                    AND sitemap_loc_hash(u.loc) = p.loc_hash
@@ -150,20 +154,33 @@ impl Store {
     }
 
     /// The site's rows left out of its sitemaps, grouped by reason, most
-    /// frequent first, with a few examples each.
+    /// frequent first, with a few examples each; and, as
+    /// `lastmod-in-future`, those served with the moment they were placed
+    /// instead of the future lastmod they were written with.
     pub(crate) async fn skip_groups(&self, site: &str) -> Result<Vec<SkipGroup>, Error> {
         self.serving_read(|pool| {
             sqlx::query_as(
-                "SELECT r.reason, r.rows,
-                        ARRAY(SELECT u.loc FROM sitemap_placements q
-                              JOIN sitemap_urls u ON u.id = q.id
-                              WHERE q.site = $1 AND q.skip_reason = r.reason
-                              ORDER BY q.id LIMIT $2) AS examples
-                 FROM (SELECT skip_reason AS reason, count(*) AS rows
-                       FROM sitemap_placements
-                       WHERE site = $1 AND skip_reason IS NOT NULL
-                       GROUP BY skip_reason) r
-                 ORDER BY r.rows DESC, r.reason LIMIT $3",
+                "SELECT * FROM (
+                     SELECT r.reason, r.rows,
+                            ARRAY(SELECT u.loc FROM sitemap_placements q
+                                  JOIN sitemap_urls u ON u.id = q.id
+                                  WHERE q.site = $1 AND q.skip_reason = r.reason
+                                  ORDER BY q.id LIMIT $2) AS examples
+                     FROM (SELECT skip_reason AS reason, count(*) AS rows
+                           FROM sitemap_placements
+                           WHERE site = $1 AND skip_reason IS NOT NULL
+                           GROUP BY skip_reason) r
+                     UNION ALL
+                     SELECT 'lastmod-in-future', n.rows,
+                            ARRAY(SELECT u.loc FROM sitemap_lastmod_clamps c
+                                  JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
+                                  WHERE c.site = $1 ORDER BY c.id LIMIT $2)
+                     FROM (SELECT count(*) AS rows FROM sitemap_lastmod_clamps c
+                           JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
+                           WHERE c.site = $1) n
+                     WHERE n.rows > 0
+                 ) g
+                 ORDER BY g.rows DESC, g.reason LIMIT $3",
             )
             .bind(site)
             .bind(SKIP_EXAMPLES)

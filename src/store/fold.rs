@@ -325,6 +325,9 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     copy_in(conn, runs).await?;
     copy_in(conn, alone).await?;
     gains.insert(conn).await?;
+    sqlx::query("SELECT sitemap_fold_clamp_lastmods()")
+        .execute(&mut *conn)
+        .await?;
 
     let (folded, caught_up): (i64, bool) =
         sqlx::query_as("SELECT folded, caught_up FROM sitemap_fold_end()")

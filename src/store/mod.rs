@@ -633,13 +633,18 @@ impl Store {
         let read = move |pool: &'a PgPool, after_id: i64| {
             // A row whose site, section or loc changed since it was placed
             // is another URL: it leaves this page now, and the next fold
-            // places it.
+            // places it. A lastmod in the future is served as the moment
+            // its fold placed it.
             sqlx::query_as(
-                "SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
+                "SELECT u.id, u.loc,
+                        sitemap_served_lastmod(u.lastmod, c.written_lastmod, c.served_lastmod)
+                            AS lastmod,
+                        u.changefreq, u.priority, u.updated_at,
                         u.images::text AS images, u.videos::text AS videos,
                         k.hreflangs, k.hrefs, p.bytes AS reserved
                  FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
                  LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
+                 LEFT JOIN sitemap_lastmod_clamps c ON c.id = u.id
                  WHERE p.site = $1 AND p.section = $2 AND p.page = $3 AND p.id > $4
                    AND u.site = p.site AND u.section = p.section
                    AND sitemap_loc_hash(u.loc) = p.loc_hash
@@ -803,6 +808,17 @@ impl Store {
     pub async fn skipped_counts(&self) -> Result<Vec<(String, i64)>, Error> {
         Ok(sqlx::query_as(
             "SELECT site, count(*) FROM sitemap_placements WHERE skip_reason IS NOT NULL GROUP BY site",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Rows served with a corrected lastmod, per site (`lastmod-in-future`).
+    pub(crate) async fn lastmods_in_future_counts(&self) -> Result<Vec<(String, i64)>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT c.site, count(*) FROM sitemap_lastmod_clamps c
+             JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
+             GROUP BY c.site",
         )
         .fetch_all(&self.pool)
         .await?)

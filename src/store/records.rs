@@ -53,6 +53,9 @@ pub(crate) struct SectionStats {
     pub(crate) section: String,
     /// Rows left out of the sitemaps.
     pub(crate) skipped: i64,
+    /// Rows served with the moment they were placed instead of the future
+    /// lastmod they were written with.
+    pub(crate) lastmods_in_future: i64,
     pub(crate) pages: Vec<PageStats>,
 }
 
@@ -185,6 +188,15 @@ async fn stats_on(
     .bind(site)
     .fetch_all(&mut *tx)
     .await?;
+    let in_future: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT c.site, c.section, count(*) FROM sitemap_lastmod_clamps c
+         JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
+         WHERE $1::text IS NULL OR c.site = $1
+         GROUP BY c.site, c.section",
+    )
+    .bind(site)
+    .fetch_all(&mut *tx)
+    .await?;
     // A site's clusters are those its rows name.
     macro_rules! clusters {
         () => {
@@ -222,7 +234,7 @@ async fn stats_on(
         with_problems,
         examples,
     };
-    Ok((group_stats(pages, skipped, news), clusters))
+    Ok((group_stats(pages, skipped, in_future, news), clusters))
 }
 
 #[derive(sqlx::FromRow)]
@@ -236,6 +248,7 @@ struct PageRow {
 fn group_stats(
     pages: Vec<(String, String, PageStats)>,
     skipped: Vec<(String, String, i64)>,
+    in_future: Vec<(String, String, i64)>,
     news: Vec<(String, i64)>,
 ) -> Vec<SiteStats> {
     type Sections = BTreeMap<String, SectionStats>;
@@ -251,6 +264,7 @@ fn group_stats(
             .or_insert_with(|| SectionStats {
                 section: name,
                 skipped: 0,
+                lastmods_in_future: 0,
                 pages: Vec::new(),
             })
     }
@@ -260,6 +274,9 @@ fn group_stats(
     }
     for (site, name, count) in skipped {
         section(&mut sites, site, name).skipped = count;
+    }
+    for (site, name, count) in in_future {
+        section(&mut sites, site, name).lastmods_in_future = count;
     }
     let news: BTreeMap<String, i64> = news.into_iter().collect();
     sites

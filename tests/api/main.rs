@@ -30,5 +30,6 @@ mod standbys;
 mod startup;
 mod submit;
 mod tenants;
+mod trust;
 mod write_api;
 mod writes;

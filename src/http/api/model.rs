@@ -149,6 +149,9 @@ pub(super) struct SiteView {
     pub(crate) urls: i64,
     /// Rows left out of the sitemaps.
     pub(crate) skipped: i64,
+    /// Rows written with a lastmod later than the fold that placed them:
+    /// served with the moment of that fold (`lastmod-in-future`).
+    pub(crate) lastmods_in_future: i64,
     pub(crate) extensions: ExtensionCounts,
     /// Articles in its news sitemaps: those of the last 48 hours.
     pub(crate) news_articles: i64,
@@ -161,6 +164,7 @@ pub(super) struct SectionView {
     pub(crate) section: String,
     pub(crate) urls: i64,
     pub(crate) skipped: i64,
+    pub(crate) lastmods_in_future: i64,
     pub(crate) extensions: ExtensionCounts,
     pub(crate) pages: Vec<PageView>,
 }
@@ -211,6 +215,7 @@ impl Stats {
                         SectionView {
                             urls: pages.iter().map(|p| i64::from(p.urls)).sum(),
                             skipped: section.skipped,
+                            lastmods_in_future: section.lastmods_in_future,
                             extensions: pages.iter().map(|p| p.extensions).sum(),
                             pages,
                             section: section.section,
@@ -220,6 +225,7 @@ impl Stats {
                 SiteView {
                     urls: sections.iter().map(|s| s.urls).sum(),
                     skipped: sections.iter().map(|s| s.skipped).sum(),
+                    lastmods_in_future: sections.iter().map(|s| s.lastmods_in_future).sum(),
                     extensions: sections.iter().map(|s| s.extensions).sum(),
                     news_articles: site.news_articles,
                     site: site.site,
