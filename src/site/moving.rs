@@ -199,22 +199,17 @@ impl SiteMove<'_> {
             ));
         }
 
-        let mut round = moves::copy_site_rows(self.source(), self.target(), name, None).await?;
-        let mut rows_copied = round.copied;
+        let mut tally = Tally::default();
+        let mut round = self.round(name, None, &mut tally).await?;
         progress(format!(
             "copied {} rows (the site's {} at the copy's snapshot) in {:.1} s",
             round.copied,
             round.rows,
             started.elapsed().as_secs_f64()
         ));
-        let mut rounds = 1;
-        while rounds < CATCH_UP_ROUNDS {
+        while tally.rounds < CATCH_UP_ROUNDS {
             let began = Instant::now();
-            round =
-                moves::copy_site_rows(self.source(), self.target(), name, Some(&round.snapshot))
-                    .await?;
-            rounds += 1;
-            rows_copied += round.copied;
+            round = self.round(name, Some(&round.snapshot), &mut tally).await?;
             progress(format!(
                 "caught up {} changed and {} deleted rows in {:.1} s",
                 round.copied,
@@ -234,10 +229,7 @@ impl SiteMove<'_> {
             "both cells placed the rows in {:.1} s",
             began.elapsed().as_secs_f64()
         ));
-        round = moves::copy_site_rows(self.source(), self.target(), name, Some(&round.snapshot))
-            .await?;
-        rounds += 1;
-        rows_copied += round.copied;
+        round = self.round(name, Some(&round.snapshot), &mut tally).await?;
         progress(format!(
             "caught up {} changed and {} deleted rows written meanwhile",
             round.copied, round.deleted
@@ -245,10 +237,7 @@ impl SiteMove<'_> {
 
         let refused_at = Instant::now();
         self.switch_writes(name).await?;
-        round = moves::copy_site_rows(self.source(), self.target(), name, Some(&round.snapshot))
-            .await?;
-        rounds += 1;
-        rows_copied += round.copied;
+        round = self.round(name, Some(&round.snapshot), &mut tally).await?;
         progress(format!(
             "writes refused on the source; copied the last {} changed and {} deleted rows \
              {:.1} s into the switch",
@@ -286,11 +275,24 @@ impl SiteMove<'_> {
         Ok(Moved {
             site,
             digest: target_digest,
-            rounds,
-            rows_copied,
+            rounds: tally.rounds,
+            rows_copied: tally.rows_copied,
             took: started.elapsed(),
             writes_refused_for: refused_at.elapsed(),
         })
+    }
+
+    /// One round of the copy (see [`moves::copy_site_rows`]), counted.
+    async fn round(
+        &self,
+        name: &str,
+        after: Option<&str>,
+        tally: &mut Tally,
+    ) -> Result<moves::CopyRound, MoveError> {
+        let round = moves::copy_site_rows(self.source(), self.target(), name, after).await?;
+        tally.rounds += 1;
+        tally.rows_copied += round.copied;
+        Ok(round)
     }
 
     /// Both cells place what committed so far.
@@ -410,6 +412,13 @@ impl SiteMove<'_> {
         self.source().end_site_move(name).await?;
         Ok(deleted)
     }
+}
+
+/// The rounds of a move so far, and the rows they copied.
+#[derive(Debug, Default)]
+struct Tally {
+    rounds: usize,
+    rows_copied: u64,
 }
 
 fn describe(open: &OpenTransaction) -> String {
