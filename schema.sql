@@ -290,6 +290,26 @@ COMMENT ON FUNCTION public.sitemap_check_news(news jsonb) IS 'The CHECK of sitem
 
 
 --
+-- Name: sitemap_check_robots_agents(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_check_robots_agents(agents text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $_$
+    SELECT cardinality(agents) BETWEEN 1 AND 16
+       AND NOT EXISTS (SELECT 1 FROM unnest(agents) a
+                       WHERE a IS NULL OR a !~ '^(\*|[A-Za-z_-]{1,64})$')
+$_$;
+
+
+--
+-- Name: FUNCTION sitemap_check_robots_agents(agents text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_check_robots_agents(agents text[]) IS 'The CHECK of sitemap_sites.robots_check_agents: 1 to 16 user agents, each * or a product token of letters, - and _ (at most 64).';
+
+
+--
 -- Name: sitemap_check_text(text, jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1310,6 +1330,58 @@ COMMENT ON FUNCTION public.sitemap_fold_read(low xid8, high xid8, after_xid xid8
 
 
 --
+-- Name: sitemap_fold_robots_sites(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_robots_sites() RETURNS TABLE(site text, robots_check text, agents text[], robots_txt text)
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF to_regclass('pg_temp.sitemap_fold_judged') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_judged (site text PRIMARY KEY) ON COMMIT DELETE ROWS;
+    END IF;
+    RETURN QUERY
+    WITH judged AS (
+        INSERT INTO sitemap_fold_judged
+        SELECT s.site FROM (SELECT DISTINCT f.site FROM sitemap_fold_rows f) f
+        JOIN sitemap_sites s ON s.site = f.site
+        WHERE s.robots_check <> 'off' AND sitemap_host_robots_txt(s.host) IS NOT NULL
+        RETURNING sitemap_fold_judged.site
+    )
+    SELECT s.site, s.robots_check, s.robots_check_agents, sitemap_host_robots_txt(s.host)
+    FROM judged j JOIN sitemap_sites s ON s.site = j.site;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_robots_sites(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_robots_sites() IS 'Part of a fold: writes to sitemap_fold_judged (a temporary table) the sites of the rows it read whose locs are judged, and returns them with their check, agents and the robots text of their host.';
+
+
+--
+-- Name: sitemap_host_robots_txt(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_host_robots_txt(p_host text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT robots_txt FROM sitemap_sites
+    WHERE host = p_host AND robots_txt IS NOT NULL
+    ORDER BY octet_length(path_prefix), site COLLATE "C" DESC
+    LIMIT 1
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_host_robots_txt(p_host text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_host_robots_txt(p_host text) IS 'The robots.txt a host serves: that of its site with the shortest base path that has one (of two alike, the name that sorts last), as the service picks it.';
+
+
+--
 -- Name: sitemap_iso_countries(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1603,6 +1675,7 @@ CREATE TABLE public.sitemap_placements (
     videos integer DEFAULT 0 NOT NULL,
     alternates integer DEFAULT 0 NOT NULL,
     cluster text,
+    robots_rule text,
     CONSTRAINT sitemap_placements_bytes_check CHECK ((bytes >= 0)),
     CONSTRAINT sitemap_placements_check CHECK (((page IS NULL) <> (skip_reason IS NULL))),
     CONSTRAINT sitemap_placements_page_check CHECK ((page >= 1))
@@ -1614,6 +1687,13 @@ CREATE TABLE public.sitemap_placements (
 --
 
 COMMENT ON TABLE public.sitemap_placements IS 'Where a row is served (page) or why it is not (skip_reason), with the bytes its entry reserves and the loc hash it was placed with. Rows with extensions are placed here one by one; plain rows placed together stand in sitemap_placement_runs. A row stands in one placement or one run, never both. Written by folds alone.';
+
+
+--
+-- Name: COLUMN sitemap_placements.robots_rule; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_placements.robots_rule IS 'The robots.txt rule that disallows the row, as ''Disallow: PATTERN (User-agent: NAME)'': on a row left out (skip_reason robots-disallowed), or placed alone on its page where the site reports such rows. Null for every other row.';
 
 
 --
@@ -1854,6 +1934,32 @@ COMMENT ON FUNCTION public.sitemap_refuse(field text, value text, rule text) IS 
 
 
 --
+-- Name: sitemap_robots_verdicts(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_robots_verdicts(p_site text) RETURNS TABLE(id bigint, loc text, placed boolean, robots_rule text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT u.id, u.loc, p.page IS NOT NULL, p.robots_rule
+    FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+    WHERE p.site = p_site AND (p.page IS NOT NULL OR p.skip_reason = 'robots-disallowed')
+    UNION ALL
+    SELECT u.id, u.loc, true, NULL
+    FROM sitemap_placement_runs r
+    CROSS JOIN LATERAL unnest(r.ids) AS m(id)
+    JOIN sitemap_urls u ON u.id = m.id
+    WHERE r.site = p_site
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_robots_verdicts(p_site text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_robots_verdicts(p_site text) IS 'The rows of a site a robots.txt change may move: those placed (alone or in runs) and those left out as robots-disallowed, each with its loc, whether it is placed, and the rule that disallows it (sitemap_placements.robots_rule).';
+
+
+--
 -- Name: sitemap_run_members(bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1928,6 +2034,27 @@ COMMENT ON FUNCTION public.sitemap_served_lastmod(lastmod timestamp with time zo
 
 
 --
+-- Name: sitemap_set_robots_rules(bigint[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_set_robots_rules(ids bigint[], rules text[]) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT sitemap_explode(ids);
+    UPDATE sitemap_placements p SET robots_rule = v.rule
+    FROM unnest(ids, rules) AS v(id, rule)
+    WHERE p.id = v.id;
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_set_robots_rules(ids bigint[], rules text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_set_robots_rules(ids bigint[], rules text[]) IS 'Sets the robots.txt rule of rows that stay where they are (placed, or left out as disallowed): those in runs are placed alone first, on the same page, so no page changes.';
+
+
+--
 -- Name: sitemap_site_tokens_after_change(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1999,6 +2126,46 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_sites_before_update() IS 'Stamps updated_at on every change of a site.';
+
+
+--
+-- Name: sitemap_sites_robots_changed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_sites_robots_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    hosts text[];
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF (OLD.robots_check, OLD.robots_check_agents, OLD.site)
+           IS DISTINCT FROM (NEW.robots_check, NEW.robots_check_agents, NEW.site) THEN
+            INSERT INTO sitemap_robots_changes (site) VALUES (NEW.site) ON CONFLICT DO NOTHING;
+        END IF;
+        IF (OLD.robots_txt, OLD.host, OLD.path_prefix) IS DISTINCT FROM (NEW.robots_txt, NEW.host, NEW.path_prefix)
+           AND (OLD.robots_txt IS NOT NULL OR NEW.robots_txt IS NOT NULL) THEN
+            hosts := ARRAY[OLD.host, NEW.host];
+        END IF;
+    ELSIF TG_OP = 'INSERT' AND NEW.robots_txt IS NOT NULL THEN
+        hosts := ARRAY[NEW.host];
+    ELSIF TG_OP = 'DELETE' AND OLD.robots_txt IS NOT NULL THEN
+        hosts := ARRAY[OLD.host];
+    END IF;
+    IF hosts IS NOT NULL THEN
+        INSERT INTO sitemap_robots_changes (site)
+        SELECT site FROM sitemap_sites WHERE host = ANY (hosts)
+        ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_sites_robots_changed(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_sites_robots_changed() IS 'Queues in sitemap_robots_changes the sites to judge again after a site''s change: itself when its robots_check or agents changed; every site of its host (old and new) when the robots text the host serves may have.';
 
 
 --
@@ -2649,6 +2816,22 @@ COMMENT ON TABLE public.sitemap_removals IS 'URLs that left sitemap_urls or beca
 
 
 --
+-- Name: sitemap_robots_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_robots_changes (
+    site text NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_robots_changes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_robots_changes IS 'Sites whose locs must be judged again: the robots.txt their host serves, or their robots_check or robots_check_agents, changed. The next fold judges their placed rows again and moves only those whose verdict changed.';
+
+
+--
 -- Name: sitemap_settings; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2742,10 +2925,14 @@ CREATE TABLE public.sitemap_sites (
     nested_index boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    robots_check text DEFAULT 'leave-out'::text NOT NULL,
+    robots_check_agents text[] DEFAULT '{*,googlebot,bingbot}'::text[] NOT NULL,
     CONSTRAINT sitemap_sites_index_format_value CHECK ((index_format = ANY (ARRAY['xml'::text, 'xml.gz'::text]))),
     CONSTRAINT sitemap_sites_indexnow_key_rule CHECK ((indexnow_key ~ '^[A-Za-z0-9-]{8,128}$'::text)),
     CONSTRAINT sitemap_sites_origin_form CHECK (((origin ~ '^https?://[^/?#@[:space:]]+$'::text) AND (origin = lower(origin)))),
     CONSTRAINT sitemap_sites_path_prefix_check CHECK (((path_prefix ~~ '/%'::text) AND (path_prefix ~~ '%/'::text))),
+    CONSTRAINT sitemap_sites_robots_check_agents_rule CHECK (public.sitemap_check_robots_agents(robots_check_agents)),
+    CONSTRAINT sitemap_sites_robots_check_value CHECK ((robots_check = ANY (ARRAY['leave-out'::text, 'report'::text, 'off'::text]))),
     CONSTRAINT sitemap_sites_robots_txt_size CHECK ((octet_length(robots_txt) <= 512000)),
     CONSTRAINT sitemap_sites_site_slug CHECK (((site ~ '^[a-z0-9][a-z0-9_-]*$'::text) AND (octet_length(site) <= 64)))
 );
@@ -2826,6 +3013,20 @@ COMMENT ON COLUMN public.sitemap_sites.nested_index IS 'Whether an index split i
 --
 
 COMMENT ON COLUMN public.sitemap_sites.updated_at IS 'When the row last changed (set by sitemap_sites_before_update).';
+
+
+--
+-- Name: COLUMN sitemap_sites.robots_check; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.robots_check IS 'What a loc its host''s robots.txt disallows (for any of robots_check_agents) becomes: ''leave-out'' (left out, reason robots-disallowed), ''report'' (listed and reported), or ''off'' (not checked).';
+
+
+--
+-- Name: COLUMN sitemap_sites.robots_check_agents; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.robots_check_agents IS 'The user agents each loc is checked for, as robots.txt groups name them.';
 
 
 --
@@ -3113,6 +3314,14 @@ ALTER TABLE ONLY public.sitemap_placements
 
 
 --
+-- Name: sitemap_robots_changes sitemap_robots_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_robots_changes
+    ADD CONSTRAINT sitemap_robots_changes_pkey PRIMARY KEY (site);
+
+
+--
 -- Name: sitemap_settings sitemap_settings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3150,6 +3359,14 @@ ALTER TABLE ONLY public.sitemap_site_tokens
 
 ALTER TABLE ONLY public.sitemap_sites
     ADD CONSTRAINT sitemap_sites_pkey PRIMARY KEY (site);
+
+
+--
+-- Name: sitemap_sites sitemap_sites_robots_txt_text; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_sites
+    ADD CONSTRAINT sitemap_sites_robots_txt_text CHECK ((robots_txt !~ '[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]'::text)) NOT VALID;
 
 
 --
@@ -3288,6 +3505,13 @@ CREATE INDEX sitemap_placements_page_idx ON public.sitemap_placements USING btre
 
 
 --
+-- Name: sitemap_placements_robots_rule; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_placements_robots_rule ON public.sitemap_placements USING btree (site, section) WHERE (robots_rule IS NOT NULL);
+
+
+--
 -- Name: sitemap_placements_skipped_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3410,7 +3634,14 @@ CREATE TRIGGER sitemap_sites_after_change AFTER INSERT OR DELETE OR UPDATE ON pu
 -- Name: sitemap_sites sitemap_sites_before_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER sitemap_sites_before_update BEFORE UPDATE ON public.sitemap_sites FOR EACH ROW WHEN (((((((((old.site IS DISTINCT FROM new.site) OR (old.origin IS DISTINCT FROM new.origin)) OR (old.path_prefix IS DISTINCT FROM new.path_prefix)) OR (old.robots_txt IS DISTINCT FROM new.robots_txt)) OR (old.include_subfolder_sites IS DISTINCT FROM new.include_subfolder_sites)) OR (old.indexnow_key IS DISTINCT FROM new.indexnow_key)) OR (old.index_format IS DISTINCT FROM new.index_format)) OR (old.nested_index IS DISTINCT FROM new.nested_index))) EXECUTE FUNCTION public.sitemap_sites_before_update();
+CREATE TRIGGER sitemap_sites_before_update BEFORE UPDATE ON public.sitemap_sites FOR EACH ROW WHEN (((((((((((old.site IS DISTINCT FROM new.site) OR (old.origin IS DISTINCT FROM new.origin)) OR (old.path_prefix IS DISTINCT FROM new.path_prefix)) OR (old.robots_txt IS DISTINCT FROM new.robots_txt)) OR (old.include_subfolder_sites IS DISTINCT FROM new.include_subfolder_sites)) OR (old.indexnow_key IS DISTINCT FROM new.indexnow_key)) OR (old.index_format IS DISTINCT FROM new.index_format)) OR (old.nested_index IS DISTINCT FROM new.nested_index)) OR (old.robots_check IS DISTINCT FROM new.robots_check)) OR (old.robots_check_agents IS DISTINCT FROM new.robots_check_agents))) EXECUTE FUNCTION public.sitemap_sites_before_update();
+
+
+--
+-- Name: sitemap_sites sitemap_sites_robots_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_sites_robots_changed AFTER INSERT OR DELETE OR UPDATE ON public.sitemap_sites FOR EACH ROW EXECUTE FUNCTION public.sitemap_sites_robots_changed();
 
 
 --

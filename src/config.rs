@@ -17,7 +17,7 @@ use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 use url::Url;
 
-use crate::site::{IndexFormat, Site, SiteDefaults, SiteSpec};
+use crate::site::{IndexFormat, RobotsCheck, Site, SiteDefaults, SiteSpec};
 use crate::sitemap::{self, name::SLUG_RULE, name::is_section_slug};
 use crate::tokens::Tokens;
 
@@ -65,6 +65,12 @@ pub struct Settings {
     pub robots_txt: Option<String>,
     #[serde(default)]
     pub(crate) robots_file: Option<PathBuf>,
+    /// What becomes of the primary site's locs its robots.txt disallows.
+    #[serde(default)]
+    pub robots_check: Option<RobotsCheck>,
+    /// The user agents the primary site's locs are checked for.
+    #[serde(default)]
+    pub robots_check_agents: Option<Vec<String>>,
     /// More sites, by name (the rows' `site` column).
     #[serde(default)]
     pub sites: BTreeMap<String, SiteSettings>,
@@ -224,6 +230,10 @@ pub struct SiteSettings {
     pub index_format: Option<IndexFormat>,
     #[serde(default)]
     pub nested_index: Option<bool>,
+    #[serde(default)]
+    pub robots_check: Option<RobotsCheck>,
+    #[serde(default)]
+    pub robots_check_agents: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -465,6 +475,8 @@ impl Settings {
             indexnow_key: self.indexnow_key.clone(),
             index_format: None,
             nested_index: None,
+            robots_check: self.robots_check,
+            robots_check_agents: self.robots_check_agents.clone(),
         };
         let mut sites = vec![primary.site(&self.site, "", self.site_defaults())?];
         for (name, extra) in &self.sites {
@@ -517,6 +529,8 @@ impl SiteSettings {
             indexnow_key: self.indexnow_key.clone(),
             index_format: self.index_format,
             nested_index: self.nested_index,
+            robots_check: self.robots_check,
+            robots_check_agents: self.robots_check_agents.clone(),
         };
         spec.site(name, defaults).map_err(|errors| {
             let first = &errors[0];

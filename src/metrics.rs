@@ -30,6 +30,13 @@ struct SiteLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RobotsLabels {
+    site: String,
+    /// Whether the rows are listed (the site reports them) or left out.
+    listed: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SiteStatusLabels {
     site: String,
     /// The answer's status code, or `error` when none came.
@@ -76,6 +83,7 @@ pub(crate) struct Metrics {
     rows_left_out: Counter,
     skipped_rows: Family<SiteLabels, Gauge>,
     lastmods_in_future: Family<SiteLabels, Gauge>,
+    robots_disallowed: Family<RobotsLabels, Gauge>,
     hreflang_cluster_problems: Gauge,
     pool: Family<PoolLabels, Gauge>,
     database_reads: Family<ReadLabels, Counter>,
@@ -141,6 +149,12 @@ impl Default for Metrics {
             "lastmods_in_future",
             "Rows served with the moment their fold placed them, their lastmod being later",
             lastmods_in_future.clone(),
+        );
+        let robots_disallowed = Family::<RobotsLabels, Gauge>::default();
+        registry.register(
+            "robots_disallowed",
+            "Rows whose loc the site's robots.txt disallows for a checked agent: left out, or listed where the site reports them",
+            robots_disallowed.clone(),
         );
         let hreflang_cluster_problems = Gauge::default();
         registry.register(
@@ -279,6 +293,7 @@ impl Default for Metrics {
             rows_left_out,
             skipped_rows,
             lastmods_in_future,
+            robots_disallowed,
             hreflang_cluster_problems,
             pool,
             database_reads,
@@ -444,6 +459,15 @@ impl Metrics {
                     .set(count);
             }
         }
+        if let Some(counts) = gauges.robots_disallowed {
+            self.robots_disallowed.clear();
+            for (site, listed, count) in counts {
+                let listed = if listed { "true" } else { "false" };
+                self.robots_disallowed
+                    .get_or_create(&RobotsLabels { site, listed })
+                    .set(count);
+            }
+        }
         if let Some(problems) = gauges.hreflang_cluster_problems {
             self.hreflang_cluster_problems.set(problems);
         }
@@ -466,6 +490,9 @@ pub(crate) struct Gauges {
     /// Rows served with a corrected lastmod per site; `None` as for
     /// `skipped_rows`.
     pub(crate) lastmods_in_future: Option<Vec<(String, i64)>>,
+    /// Rows robots.txt disallows per site and whether they are listed;
+    /// `None` as for `skipped_rows`.
+    pub(crate) robots_disallowed: Option<Vec<(String, bool, i64)>>,
     /// hreflang clusters with a problem; `None` as for `skipped_rows`.
     pub(crate) hreflang_cluster_problems: Option<i64>,
 }

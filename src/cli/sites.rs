@@ -10,7 +10,7 @@ use anyhow::Context;
 use sitemapd::config::Config;
 use sitemapd::site::admin::Admin;
 use sitemapd::site::moving::SiteMove;
-use sitemapd::site::{IndexFormat, SiteSpec};
+use sitemapd::site::{IndexFormat, RobotsCheck, SiteSpec};
 use sitemapd::store::Workload;
 use sitemapd::store::{StoredSite, Written};
 
@@ -110,6 +110,12 @@ pub(super) struct Settings {
     /// Whether an index split in several files is served as an index of them.
     #[arg(long)]
     nested_index: Option<bool>,
+    /// What becomes of a loc its host's robots.txt disallows.
+    #[arg(long, value_parser = ["leave-out", "report", "off"])]
+    robots_check: Option<String>,
+    /// The user agents its locs are checked for, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    robots_check_agents: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -137,6 +143,12 @@ impl Settings {
         }
         if let Some(nested) = self.nested_index {
             base.nested_index = Some(nested);
+        }
+        if let Some(check) = self.robots_check {
+            base.robots_check = RobotsCheck::parse(&check);
+        }
+        if let Some(agents) = self.robots_check_agents {
+            base.robots_check_agents = Some(agents);
         }
         Ok(base)
     }

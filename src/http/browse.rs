@@ -407,9 +407,20 @@ fn skipped_table(groups: &[SkipGroup]) -> Markup {
                                 @if group.reason == "lastmod-in-future" {
                                     " (served, with the moment it was placed as lastmod)"
                                 }
+                                @if group.reason == "robots-disallowed-listed" {
+                                    " (served: the site's robots_check is report)"
+                                }
                             }
                             td.n { (count(group.rows)) }
-                            td { @for example in &group.examples { code { (example) } br; } }
+                            td {
+                                @for (i, example) in group.examples.iter().enumerate() {
+                                    code { (example) }
+                                    @if let Some(Some(rule)) = group.example_rules.get(i) {
+                                        " " span.rule { (rule) }
+                                    }
+                                    br;
+                                }
+                            }
                         }
                     }
                 }

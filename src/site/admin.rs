@@ -11,8 +11,11 @@ use crate::store::{self, SiteWriteError, Store, StoredSite, Written};
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
     /// Settings that break the rules, each named.
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-    Invalid(Vec<SiteError>),
+    #[error("site {site:?}: {}", .errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Invalid {
+        site: String,
+        errors: Vec<SiteError>,
+    },
     #[error("site {0:?} already exists: change it with `sites set` (or PUT)")]
     Exists(String),
     /// Another site claims the host (and path).
@@ -60,7 +63,10 @@ impl Admin<'_> {
     ) -> Result<(Site, Written, Option<Site>), AdminError> {
         let site = spec
             .site(name, self.defaults)
-            .map_err(AdminError::Invalid)?;
+            .map_err(|errors| AdminError::Invalid {
+                site: name.to_owned(),
+                errors,
+            })?;
         let before = self.store.site(name).await?.map(|stored| stored.site);
         let written = self.store.put_site(&site, self.proxy_strips_prefix).await?;
         Ok((site, written, before))
@@ -69,7 +75,10 @@ impl Admin<'_> {
     /// Creates the site `name`, which must not exist.
     pub async fn add(&self, name: &str, spec: &SiteSpec) -> Result<Site, AdminError> {
         spec.site(name, self.defaults)
-            .map_err(AdminError::Invalid)?;
+            .map_err(|errors| AdminError::Invalid {
+                site: name.to_owned(),
+                errors,
+            })?;
         if self.store.site(name).await?.is_some() {
             return Err(AdminError::Exists(name.to_owned()));
         }

@@ -10,6 +10,7 @@
 pub mod admin;
 pub(crate) mod directory;
 pub mod moving;
+pub mod robots;
 pub mod spec;
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,7 @@ use url::Url;
 
 pub use directory::Directory;
 pub(crate) use directory::HostSites;
+pub use robots::RobotsCheck;
 pub use spec::{SiteDefaults, SiteError, SiteSpec};
 
 use crate::sitemap::{self, web_url_problem};
@@ -44,6 +46,10 @@ pub struct Site {
     pub(crate) index_format: IndexFormat,
     /// Whether an index split in several files is served as an index of them.
     pub(crate) nested_index: bool,
+    /// What becomes of a loc its host's robots.txt disallows.
+    pub(crate) robots_check: RobotsCheck,
+    /// The user agents its locs are checked for.
+    pub(crate) robots_check_agents: Vec<String>,
 }
 
 /// How the index is announced: `sitemap_index.xml` or its gzip file,
@@ -121,6 +127,8 @@ impl Site {
             indexnow_key: None,
             index_format: IndexFormat::Xml,
             nested_index: false,
+            robots_check: RobotsCheck::default(),
+            robots_check_agents: robots::DEFAULT_AGENTS.map(String::from).to_vec(),
         })
     }
 
@@ -164,5 +172,10 @@ impl Site {
             + self.path_prefix.len()
             + self.robots_txt.as_ref().map_or(0, String::len)
             + self.indexnow_key.as_ref().map_or(0, String::len)
+            + self
+                .robots_check_agents
+                .iter()
+                .map(String::len)
+                .sum::<usize>()
     }
 }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::robots::{self, RobotsCheck};
 use super::{IndexFormat, Site};
 use crate::sitemap::name::{SLUG_RULE, is_section_slug};
 
@@ -40,6 +41,16 @@ pub struct SiteSpec {
     /// the service's `nested_index`).
     #[serde(default)]
     pub nested_index: Option<bool>,
+    /// What becomes of a loc its host's robots.txt disallows for one of
+    /// `robots_check_agents`: left out (`leave-out`, the default), listed
+    /// and reported (`report`), or not checked (`off`).
+    #[serde(default)]
+    pub robots_check: Option<RobotsCheck>,
+    /// The user agents each loc is checked for (default `["*",
+    /// "googlebot", "bingbot"]`).
+    #[serde(default)]
+    #[schema(example = json!(["*", "googlebot", "bingbot"]))]
+    pub robots_check_agents: Option<Vec<String>>,
 }
 
 /// What a site that does not say takes: the service's `index_format` and
@@ -85,17 +96,24 @@ impl SiteSpec {
         let site = Site::new(name, &self.base_url, self.robots_txt.clone())
             .map_err(|expected| error("base_url", &self.base_url, expected))
             .ok();
-        if let Some(robots) = &self.robots_txt
-            && robots.len() > MAX_ROBOTS_BYTES
+        if let Some(robots) = &self.robots_txt {
+            if robots.len() > MAX_ROBOTS_BYTES {
+                error(
+                    "robots_txt",
+                    robots,
+                    format!(
+                        "at most {MAX_ROBOTS_BYTES} bytes, all that Google reads (this is {})",
+                        robots.len()
+                    ),
+                );
+            } else if let Some(problem) = robots::robots_txt_problem(robots) {
+                error("robots_txt", robots, problem);
+            }
+        }
+        if let Some(agents) = &self.robots_check_agents
+            && let Some(problem) = robots::agents_problem(agents)
         {
-            error(
-                "robots_txt",
-                robots,
-                format!(
-                    "at most {MAX_ROBOTS_BYTES} bytes, all that Google reads (this is {})",
-                    robots.len()
-                ),
-            );
+            error("robots_check_agents", &format!("{agents:?}"), problem);
         }
         if let Some(key) = &self.indexnow_key
             && !is_indexnow_key(key)
@@ -112,6 +130,10 @@ impl SiteSpec {
                 site.indexnow_key = self.indexnow_key.clone();
                 site.index_format = self.index_format.unwrap_or(defaults.index_format);
                 site.nested_index = self.nested_index.unwrap_or(defaults.nested_index);
+                site.robots_check = self.robots_check.unwrap_or_default();
+                if let Some(agents) = &self.robots_check_agents {
+                    site.robots_check_agents.clone_from(agents);
+                }
                 Ok(site)
             }
             _ => Err(errors),
@@ -127,6 +149,8 @@ impl SiteSpec {
             indexnow_key: site.indexnow_key.clone(),
             index_format: Some(site.index_format),
             nested_index: Some(site.nested_index),
+            robots_check: Some(site.robots_check),
+            robots_check_agents: Some(site.robots_check_agents.clone()),
         }
     }
 }

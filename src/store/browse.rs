@@ -59,6 +59,8 @@ pub(crate) struct SkipGroup {
     pub(crate) rows: i64,
     /// The first few of them, oldest rows first.
     pub(crate) examples: Vec<String>,
+    /// The robots.txt rule that disallows each example, where one does.
+    pub(crate) example_rules: Vec<Option<String>>,
 }
 
 /// Examples shown per skip reason.
@@ -154,27 +156,45 @@ impl Store {
     }
 
     /// The site's rows left out of its sitemaps, grouped by reason, most
-    /// frequent first, with a few examples each; and, as
-    /// `lastmod-in-future`, those served with the moment they were placed
-    /// instead of the future lastmod they were written with.
+    /// frequent first, with a few examples each; and, listed though
+    /// reported: as `lastmod-in-future`, those served with the moment they
+    /// were placed instead of the future lastmod they were written with,
+    /// and as `robots-disallowed-listed`, those its robots.txt disallows
+    /// where the site reports them.
     pub(crate) async fn skip_groups(&self, site: &str) -> Result<Vec<SkipGroup>, Error> {
         self.serving_read(|pool| {
             sqlx::query_as(
                 "SELECT * FROM (
-                     SELECT r.reason, r.rows,
-                            ARRAY(SELECT u.loc FROM sitemap_placements q
-                                  JOIN sitemap_urls u ON u.id = q.id
-                                  WHERE q.site = $1 AND q.skip_reason = r.reason
-                                  ORDER BY q.id LIMIT $2) AS examples
+                     SELECT r.reason, r.rows, e.examples, e.example_rules
                      FROM (SELECT skip_reason AS reason, count(*) AS rows
                            FROM sitemap_placements
                            WHERE site = $1 AND skip_reason IS NOT NULL
                            GROUP BY skip_reason) r
+                     CROSS JOIN LATERAL (
+                         SELECT array_agg(x.loc ORDER BY x.id) AS examples,
+                                array_agg(x.robots_rule ORDER BY x.id) AS example_rules
+                         FROM (SELECT q.id, u.loc, q.robots_rule FROM sitemap_placements q
+                               JOIN sitemap_urls u ON u.id = q.id
+                               WHERE q.site = $1 AND q.skip_reason = r.reason
+                               ORDER BY q.id LIMIT $2) x) e
+                     UNION ALL
+                     SELECT 'robots-disallowed-listed', n.rows, e.examples, e.example_rules
+                     FROM (SELECT count(*) AS rows FROM sitemap_placements
+                           WHERE site = $1 AND robots_rule IS NOT NULL AND page IS NOT NULL) n
+                     CROSS JOIN LATERAL (
+                         SELECT array_agg(x.loc ORDER BY x.id) AS examples,
+                                array_agg(x.robots_rule ORDER BY x.id) AS example_rules
+                         FROM (SELECT q.id, u.loc, q.robots_rule FROM sitemap_placements q
+                               JOIN sitemap_urls u ON u.id = q.id
+                               WHERE q.site = $1 AND q.robots_rule IS NOT NULL AND q.page IS NOT NULL
+                               ORDER BY q.id LIMIT $2) x) e
+                     WHERE n.rows > 0
                      UNION ALL
                      SELECT 'lastmod-in-future', n.rows,
                             ARRAY(SELECT u.loc FROM sitemap_lastmod_clamps c
                                   JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
-                                  WHERE c.site = $1 ORDER BY c.id LIMIT $2)
+                                  WHERE c.site = $1 ORDER BY c.id LIMIT $2),
+                            '{}'::text[]
                      FROM (SELECT count(*) AS rows FROM sitemap_lastmod_clamps c
                            JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
                            WHERE c.site = $1) n

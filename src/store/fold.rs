@@ -24,6 +24,7 @@ use sqlx::PgConnection;
 
 use super::binary_copy::{self, CopyIn};
 use super::numbering::{self, Limits, PageGain, Tail, Unplaced};
+use super::robots::{self, ROBOTS_DISALLOWED, SiteJudge, Verdict};
 use super::turn::HeldTurn;
 use super::{Error, Store};
 
@@ -255,11 +256,13 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_apply_site_changes()")
         .execute(&mut *conn)
         .await?;
+    robots::judge_changed_sites(conn).await?;
     let began_a_pass: bool = sqlx::query_scalar("SELECT started FROM sitemap_fold_begin($1)")
         .bind(max_rows)
         .fetch_one(&mut *conn)
         .await?;
-    let unplaced = read_unplaced(conn).await?;
+    let judges = robots::fold_judges(conn).await?;
+    let unplaced = read_unplaced(conn, &judges).await?;
     let limits = limits(conn).await?;
     let tails = tails(conn, &unplaced.sections).await?;
     // A fold that places no row (one of updates in place, say) has no
@@ -302,6 +305,7 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
                 place: Ok(page),
                 sizes: [row.bytes, row.images, row.videos, row.alternates],
                 cluster: section.clusters.get(&i).map(String::as_str),
+                robots_rule: section.robots_rules.get(&i).map(String::as_str),
             }
             .write(&mut alone);
         }
@@ -319,6 +323,7 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
             place: Err(&row.skip_reason),
             sizes: [0; 4],
             cluster: row.cluster.as_deref(),
+            robots_rule: row.robots_rule.as_deref(),
         }
         .write(&mut alone);
     }
@@ -350,7 +355,7 @@ const RUNS: CopyIn = CopyIn::new(
 /// order; [`Placement::write`] writes one.
 const PLACEMENTS: CopyIn = CopyIn::new(
     "COPY sitemap_placements (id, site, section, loc_hash, page, bytes, skip_reason,
-                              images, videos, alternates, cluster)
+                              images, videos, alternates, cluster, robots_rule)
      FROM STDIN (FORMAT binary)",
 );
 
@@ -366,6 +371,8 @@ struct Placement<'a> {
     /// bytes, images, videos and alternates (none for a row left out)
     sizes: [i32; 4],
     cluster: Option<&'a str>,
+    /// The robots.txt rule that disallows it, if one does.
+    robots_rule: Option<&'a str>,
 }
 
 impl Placement<'_> {
@@ -382,7 +389,8 @@ impl Placement<'_> {
             .int4(images)
             .int4(videos)
             .int4(alternates)
-            .optional_text(self.cluster);
+            .optional_text(self.cluster)
+            .optional_text(self.robots_rule);
     }
 }
 
@@ -393,6 +401,9 @@ struct SectionRows {
     rows: Vec<Unplaced>,
     /// The clusters of the rows that have one, by index into `rows`.
     clusters: HashMap<usize, String>,
+    /// The robots.txt rules of the rows listed though disallowed (their
+    /// site reports them), by index into `rows`.
+    robots_rules: HashMap<usize, String>,
 }
 
 /// A row the fold leaves out, and why.
@@ -403,6 +414,7 @@ struct Skipped {
     loc_hash: i64,
     skip_reason: String,
     cluster: Option<String>,
+    robots_rule: Option<String>,
 }
 
 #[derive(Default)]
@@ -411,8 +423,12 @@ struct UnplacedRows {
     skipped: Vec<Skipped>,
 }
 
-/// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section.
-async fn read_unplaced(conn: &mut PgConnection) -> Result<UnplacedRows, Error> {
+/// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section, and
+/// judges the locs of the sites in `judges` (the only locs it reads).
+async fn read_unplaced(
+    conn: &mut PgConnection,
+    judges: &HashMap<String, SiteJudge>,
+) -> Result<UnplacedRows, Error> {
     // The view's check for a placement is a probe of the primary key per
     // row that may have one; priced as it is, a million of them plan as a
     // hash of every placement (as in the schema's fold functions).
@@ -427,9 +443,11 @@ async fn read_unplaced(conn: &mut PgConnection) -> Result<UnplacedRows, Error> {
         .copy_out_raw(
             // A NULL costs the stream no call of a type's send function:
             // counts of none are sent as NULL.
-            "COPY (SELECT id, site, section, loc_hash, bytes, nullif(images, 0),
-                          nullif(videos, 0), nullif(alternates, 0), cluster, skip_reason
-                   FROM sitemap_fold_unplaced) TO STDOUT (FORMAT binary)",
+            "COPY (SELECT u.id, u.site, u.section, u.loc_hash, u.bytes, nullif(u.images, 0),
+                          nullif(u.videos, 0), nullif(u.alternates, 0), u.cluster, u.skip_reason,
+                          CASE WHEN j.site IS NOT NULL THEN u.loc END
+                   FROM sitemap_fold_unplaced u
+                   LEFT JOIN sitemap_fold_judged j ON j.site = u.site) TO STDOUT (FORMAT binary)",
         )
         .await?;
     while let Some(chunk) = stream.next().await {
@@ -450,6 +468,7 @@ async fn read_unplaced(conn: &mut PgConnection) -> Result<UnplacedRows, Error> {
                         section: section.to_owned(),
                         rows: Vec::new(),
                         clusters: HashMap::new(),
+                        robots_rules: HashMap::new(),
                     });
                     key
                 }
@@ -467,11 +486,39 @@ async fn read_unplaced(conn: &mut PgConnection) -> Result<UnplacedRows, Error> {
                     loc_hash,
                     skip_reason: skip_reason.to_owned(),
                     cluster,
+                    robots_rule: None,
                 });
                 continue;
             }
+            let verdict = match (tuple.optional_str("loc")?, judges.get(site)) {
+                (Some(loc), Some(judge)) => judge.verdict(loc),
+                _ => Verdict::Allowed,
+            };
+            let reported = match verdict {
+                Verdict::Allowed => None,
+                Verdict::Reported(rule) => Some(rule),
+                Verdict::LeftOut(rule) => {
+                    unplaced.skipped.push(Skipped {
+                        id,
+                        section: key,
+                        loc_hash,
+                        skip_reason: ROBOTS_DISALLOWED.to_owned(),
+                        cluster,
+                        robots_rule: Some(rule),
+                    });
+                    continue;
+                }
+            };
             let section = &mut unplaced.sections[key];
-            let plain = images == 0 && videos == 0 && alternates == 0 && cluster.is_none();
+            // A reported row stands alone, where its rule is kept.
+            let plain = images == 0
+                && videos == 0
+                && alternates == 0
+                && cluster.is_none()
+                && reported.is_none();
+            if let Some(rule) = reported {
+                section.robots_rules.insert(section.rows.len(), rule);
+            }
             if let Some(cluster) = cluster {
                 section.clusters.insert(section.rows.len(), cluster);
             }

@@ -29,6 +29,7 @@ mod numbering;
 mod push;
 mod reads;
 mod records;
+mod robots;
 mod servers;
 mod sites;
 mod turn;
@@ -794,7 +795,7 @@ impl Store {
                    WHERE skip_reason IS NOT NULL AND NOT skip_logged
                    ORDER BY id LIMIT $1) t, sitemap_urls u
              WHERE p.id = t.id AND u.id = p.id
-             RETURNING p.id, p.site, p.section, u.loc, p.skip_reason AS reason",
+             RETURNING p.id, p.site, p.section, u.loc, concat_ws(': ', p.skip_reason, p.robots_rule) AS reason",
         )
         .bind(limit)
         .fetch_all(&mut *tx)
@@ -808,6 +809,17 @@ impl Store {
     pub async fn skipped_counts(&self) -> Result<Vec<(String, i64)>, Error> {
         Ok(sqlx::query_as(
             "SELECT site, count(*) FROM sitemap_placements WHERE skip_reason IS NOT NULL GROUP BY site",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Rows whose loc robots.txt disallows, per site and whether they are
+    /// listed (the site reports them) or left out.
+    pub(crate) async fn robots_disallowed_counts(&self) -> Result<Vec<(String, bool, i64)>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT site, page IS NOT NULL, count(*) FROM sitemap_placements
+             WHERE robots_rule IS NOT NULL GROUP BY 1, 2",
         )
         .fetch_all(&self.pool)
         .await?)

@@ -56,6 +56,8 @@ pub(crate) struct SectionStats {
     /// Rows served with the moment they were placed instead of the future
     /// lastmod they were written with.
     pub(crate) lastmods_in_future: i64,
+    /// Rows whose loc robots.txt disallows, left out or listed.
+    pub(crate) robots_disallowed: i64,
     pub(crate) pages: Vec<PageStats>,
 }
 
@@ -197,6 +199,14 @@ async fn stats_on(
     .bind(site)
     .fetch_all(&mut *tx)
     .await?;
+    let robots_disallowed: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT site, section, count(*) FROM sitemap_placements
+         WHERE robots_rule IS NOT NULL AND ($1::text IS NULL OR site = $1)
+         GROUP BY site, section",
+    )
+    .bind(site)
+    .fetch_all(&mut *tx)
+    .await?;
     // A site's clusters are those its rows name.
     macro_rules! clusters {
         () => {
@@ -234,7 +244,10 @@ async fn stats_on(
         with_problems,
         examples,
     };
-    Ok((group_stats(pages, skipped, in_future, news), clusters))
+    Ok((
+        group_stats(pages, skipped, in_future, robots_disallowed, news),
+        clusters,
+    ))
 }
 
 #[derive(sqlx::FromRow)]
@@ -249,6 +262,7 @@ fn group_stats(
     pages: Vec<(String, String, PageStats)>,
     skipped: Vec<(String, String, i64)>,
     in_future: Vec<(String, String, i64)>,
+    robots_disallowed: Vec<(String, String, i64)>,
     news: Vec<(String, i64)>,
 ) -> Vec<SiteStats> {
     type Sections = BTreeMap<String, SectionStats>;
@@ -265,6 +279,7 @@ fn group_stats(
                 section: name,
                 skipped: 0,
                 lastmods_in_future: 0,
+                robots_disallowed: 0,
                 pages: Vec::new(),
             })
     }
@@ -277,6 +292,9 @@ fn group_stats(
     }
     for (site, name, count) in in_future {
         section(&mut sites, site, name).lastmods_in_future = count;
+    }
+    for (site, name, count) in robots_disallowed {
+        section(&mut sites, site, name).robots_disallowed = count;
     }
     let news: BTreeMap<String, i64> = news.into_iter().collect();
     sites

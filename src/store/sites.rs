@@ -7,13 +7,14 @@
 use time::OffsetDateTime;
 
 use super::{Error, Store};
-use crate::site::{IndexFormat, Site};
+use crate::site::{IndexFormat, RobotsCheck, Site};
 
 /// The columns a [`Site`] is read from.
 macro_rules! site_columns {
     () => {
         "site, origin, path_prefix, robots_txt, include_subfolder_sites, \
-         indexnow_key, index_format, nested_index, created_at, updated_at"
+         indexnow_key, index_format, nested_index, robots_check, robots_check_agents, \
+         created_at, updated_at"
     };
 }
 
@@ -35,6 +36,8 @@ struct SiteRow {
     indexnow_key: Option<String>,
     index_format: String,
     nested_index: bool,
+    robots_check: String,
+    robots_check_agents: Vec<String>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
 }
@@ -64,6 +67,8 @@ impl SiteRow {
         site.indexnow_key = self.indexnow_key;
         site.index_format = IndexFormat::parse(&self.index_format).unwrap_or_default();
         site.nested_index = self.nested_index;
+        site.robots_check = RobotsCheck::parse(&self.robots_check).unwrap_or_default();
+        site.robots_check_agents = self.robots_check_agents;
         Some(StoredSite {
             site,
             created_at: self.created_at,
@@ -266,20 +271,24 @@ impl Store {
         }
         let written: Option<bool> = sqlx::query_scalar(
             "INSERT INTO sitemap_sites AS s (site, origin, path_prefix, robots_txt,
-                 include_subfolder_sites, indexnow_key, index_format, nested_index)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                 include_subfolder_sites, indexnow_key, index_format, nested_index,
+                 robots_check, robots_check_agents)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
              ON CONFLICT (site) DO UPDATE SET
                  origin = excluded.origin, path_prefix = excluded.path_prefix,
                  robots_txt = excluded.robots_txt,
                  include_subfolder_sites = excluded.include_subfolder_sites,
                  indexnow_key = excluded.indexnow_key, index_format = excluded.index_format,
-                 nested_index = excluded.nested_index
+                 nested_index = excluded.nested_index, robots_check = excluded.robots_check,
+                 robots_check_agents = excluded.robots_check_agents
              WHERE (s.origin, s.path_prefix, s.robots_txt, s.include_subfolder_sites,
-                    s.indexnow_key, s.index_format, s.nested_index)
+                    s.indexnow_key, s.index_format, s.nested_index, s.robots_check,
+                    s.robots_check_agents)
                    IS DISTINCT FROM
                    (excluded.origin, excluded.path_prefix, excluded.robots_txt,
                     excluded.include_subfolder_sites, excluded.indexnow_key,
-                    excluded.index_format, excluded.nested_index)
+                    excluded.index_format, excluded.nested_index, excluded.robots_check,
+                    excluded.robots_check_agents)
              RETURNING xmax = 0",
         )
         .bind(&site.name)
@@ -290,6 +299,8 @@ impl Store {
         .bind(&site.indexnow_key)
         .bind(site.index_format.as_str())
         .bind(site.nested_index)
+        .bind(site.robots_check.as_str())
+        .bind(&site.robots_check_agents)
         .fetch_optional(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -462,6 +473,11 @@ fn differences(stored: &Site, wanted: &Site) -> Vec<&'static str> {
         ("indexnow_key", stored.indexnow_key != wanted.indexnow_key),
         ("index_format", stored.index_format != wanted.index_format),
         ("nested_index", stored.nested_index != wanted.nested_index),
+        ("robots_check", stored.robots_check != wanted.robots_check),
+        (
+            "robots_check_agents",
+            stored.robots_check_agents != wanted.robots_check_agents,
+        ),
     ]
     .into_iter()
     .filter_map(|(field, differs)| differs.then_some(field))

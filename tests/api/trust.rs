@@ -1,5 +1,5 @@
-//! Sitemaps search engines trust: no lastmod in the future, however the
-//! row was written.
+//! Sitemaps search engines trust: no URL the site's robots.txt disallows,
+//! no lastmod in the future, however the row was written.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use sqlx::PgPool;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::helpers::{BASE_URL, TestApp, exec};
+use crate::helpers::{BASE_URL, TestApp, binary, exec, header};
 use crate::write_api::{TOKEN, spawn_api};
 
 /// The lastmod each loc is served with.
@@ -111,5 +111,273 @@ async fn a_future_lastmod_is_served_as_the_moment_its_row_was_placed(pool: PgPoo
     assert!(
         !metrics.contains("sitemapd_lastmods_in_future{"),
         "{metrics}"
+    );
+}
+
+/// Every page's ETag, by path.
+async fn etags(app: &TestApp) -> Vec<(String, String)> {
+    let mut etags = Vec::new();
+    for entry in app.index().await {
+        let path = entry.loc.trim_start_matches(BASE_URL).to_owned();
+        let response = app.get(&format!("/{path}")).await;
+        assert_eq!(response.status(), 200, "{path}");
+        etags.push((path, header(&response, "etag").to_owned()));
+    }
+    etags
+}
+
+async fn site_stats(app: &TestApp) -> serde_json::Value {
+    serde_json::from_str(&authed(app, "/api/v1/stats").await).expect("JSON")
+}
+
+async fn set_robots(app: &TestApp, settings: &str) {
+    exec(
+        &app.pool,
+        &format!("UPDATE sitemap_sites SET {settings} WHERE site = 'default'"),
+    )
+    .await;
+    app.fold().await;
+}
+
+/// A loc the site's robots.txt disallows for `*`, Googlebot or Bingbot is
+/// left out with the reason `robots-disallowed` and the rule that matched,
+/// in the stats, the operators' HTML view and the metrics. When the text
+/// changes, only the pages whose rows changed verdict change; with
+/// `robots_check = report` they are listed and reported, with `off` not
+/// checked.
+#[sqlx::test]
+async fn locs_robots_txt_disallows_are_left_out_with_their_rule(pool: PgPool) {
+    let app = spawn_api(pool, |s| {
+        s.max_urls = 3;
+        s.robots_txt = Some(
+            "User-agent: *\nDisallow: /cart/\nDisallow: /*?sessionid=\n\n\
+             User-agent: Googlebot\nDisallow: /drafts/\n"
+                .into(),
+        );
+    })
+    .await;
+    let paths = [
+        "a1",
+        "a2",
+        "a3",
+        "cart/1",
+        "b1",
+        "b2",
+        "b3",
+        "drafts/1",
+        "c1",
+        "c2",
+        "c3",
+        "search?sessionid=9",
+        "d1",
+    ];
+    let values: Vec<String> = paths.iter().map(|p| format!("('{BASE_URL}{p}')")).collect();
+    exec(
+        &app.pool,
+        &format!(
+            "INSERT INTO sitemap_urls (loc) VALUES {}",
+            values.join(", ")
+        ),
+    )
+    .await;
+    app.fold().await;
+    let listed = |paths: &[&str]| -> Vec<String> {
+        paths.iter().map(|p| format!("{BASE_URL}{p}")).collect()
+    };
+    assert_eq!(
+        app.served_locs().await,
+        listed(&["a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3", "d1"])
+    );
+    let stats = site_stats(&app).await;
+    assert_eq!(stats["sites"][0]["robots_disallowed"], 3, "{stats}");
+    assert_eq!(stats["sites"][0]["skipped"], 3, "{stats}");
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    assert!(
+        metrics.contains("sitemapd_robots_disallowed{site=\"default\",listed=\"false\"} 3\n"),
+        "{metrics}"
+    );
+    let view = authed(&app, "/sitemaps.html").await;
+    for shown in [
+        "robots-disallowed",
+        "Disallow: /cart/ (User-agent: *)",
+        "Disallow: /drafts/ (User-agent: googlebot)",
+        "Disallow: /*?sessionid= (User-agent: *)",
+    ] {
+        assert!(view.contains(shown), "{shown} in {view}");
+    }
+    let logged = app.report_skips().await;
+    assert!(
+        logged.iter().any(|row| row.reason
+            == "robots-disallowed: Disallow: /cart/ (User-agent: *)"
+            && row.loc.ends_with("/cart/1")),
+        "{logged:?}"
+    );
+
+    // Googlebot may now read /drafts/, and /b2 is disallowed: the page of
+    // /b2 and the page /drafts/1 is placed on change, no other.
+    let before = etags(&app).await;
+    set_robots(
+        &app,
+        "robots_txt = E'User-agent: *\\nDisallow: /cart/\\nDisallow: /*?sessionid=\\nDisallow: /b2$\\n'",
+    )
+    .await;
+    let served = app.served_locs().await;
+    assert!(
+        served.contains(&format!("{BASE_URL}drafts/1")),
+        "{served:?}"
+    );
+    assert!(!served.contains(&format!("{BASE_URL}b2")), "{served:?}");
+    assert_eq!(served.len(), 10);
+    let after = etags(&app).await;
+    let changed: Vec<&str> = after
+        .iter()
+        .filter(|page| !before.contains(page))
+        .map(|(path, _)| path.as_str())
+        .collect();
+    // Pages of 3: a*, b*, c*, then d1, where /drafts/1 joins it.
+    assert_eq!(
+        changed,
+        ["sitemap-2.xml.gz", "sitemap-4.xml.gz"],
+        "before {before:?}, after {after:?}"
+    );
+    assert_eq!(site_stats(&app).await["sites"][0]["robots_disallowed"], 3);
+
+    // Reported, not left out: every row is listed, no page moves a row.
+    set_robots(&app, "robots_check = 'report'").await;
+    assert_eq!(app.served_locs().await.len(), 13);
+    let stats = site_stats(&app).await;
+    assert_eq!(stats["sites"][0]["robots_disallowed"], 3, "{stats}");
+    assert_eq!(stats["sites"][0]["skipped"], 0, "{stats}");
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    assert!(
+        metrics.contains("sitemapd_robots_disallowed{site=\"default\",listed=\"true\"} 3\n"),
+        "{metrics}"
+    );
+    let view = authed(&app, "/sitemaps.html").await;
+    assert!(view.contains("robots-disallowed-listed"), "{view}");
+
+    // Agents that do not include Googlebot, then no check at all.
+    set_robots(
+        &app,
+        "robots_check = 'leave-out', robots_check_agents = '{bingbot}'",
+    )
+    .await;
+    assert_eq!(app.served_locs().await.len(), 10);
+    set_robots(&app, "robots_check = 'off'").await;
+    assert_eq!(app.served_locs().await.len(), 13);
+    assert_eq!(site_stats(&app).await["sites"][0]["robots_disallowed"], 0);
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    assert!(
+        !metrics.contains("sitemapd_robots_disallowed{"),
+        "{metrics}"
+    );
+}
+
+/// A robots text that is binary or too long, an unknown check, or agents
+/// robots.txt cannot name are refused where they are written, naming the
+/// site and the setting; nothing is written.
+#[sqlx::test]
+async fn robots_settings_that_cannot_be_judged_by_are_refused(pool: PgPool) {
+    let app = spawn_api(pool, |_| {}).await;
+    let put = |body: serde_json::Value| {
+        let app = &app;
+        async move {
+            let auth = format!("Bearer {TOKEN}");
+            let response = app
+                .send(
+                    Method::PUT,
+                    "/api/v1/sites/shop",
+                    &[
+                        ("authorization", &auth),
+                        ("content-type", "application/json"),
+                    ],
+                    body.to_string(),
+                )
+                .await;
+            let status = response.status().as_u16();
+            (status, response.text().await.expect("body"))
+        }
+    };
+    let base = "https://shop.example.org/";
+    for (body, named) in [
+        (
+            serde_json::json!({"base_url": base, "robots_txt": "User-agent: *\n\u{0}\u{1}PNG"}),
+            "robots_txt",
+        ),
+        (
+            serde_json::json!({"base_url": base, "robots_txt": "#".repeat(512_001)}),
+            "robots_txt",
+        ),
+        (
+            serde_json::json!({"base_url": base, "robots_check": "maybe"}),
+            "robots_check",
+        ),
+        (
+            serde_json::json!({"base_url": base, "robots_check_agents": ["Googlebot/2.1"]}),
+            "robots_check_agents",
+        ),
+        (
+            serde_json::json!({"base_url": base, "robots_check_agents": []}),
+            "robots_check_agents",
+        ),
+    ] {
+        let (status, problem) = put(body).await;
+        assert!(status == 400 || status == 422, "{status} {problem}");
+        assert!(problem.contains(named), "{named} in {problem}");
+    }
+    let sites: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_sites WHERE site = 'shop'")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(sites, 0, "nothing written");
+
+    let (status, created) = put(serde_json::json!({
+        "base_url": base,
+        "robots_txt": "User-agent: *\nDisallow: /cart/\n",
+        "robots_check": "report",
+        "robots_check_agents": ["*", "Googlebot-News"],
+    }))
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let created: serde_json::Value = serde_json::from_str(&created).expect("JSON");
+    assert_eq!(created["robots_check"], "report");
+    assert_eq!(
+        created["robots_check_agents"],
+        serde_json::json!(["*", "Googlebot-News"])
+    );
+
+    // The command line refuses a binary file, naming the site.
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("robots.txt");
+    std::fs::write(&file, "User-agent: *\n\u{7}Disallow: /\n").expect("write");
+    let pool = app.pool.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        binary(&pool)
+            .args(["sites", "set", "shop", "--robots-file"])
+            .arg(&file)
+            .output()
+            .expect("sitemapd sites set")
+    })
+    .await
+    .expect("join");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("shop")
+            && stderr.contains("robots_txt")
+            && stderr.contains("control character"),
+        "{stderr}"
+    );
+    // Plain SQL is held to the same rule.
+    let refused =
+        sqlx::query("UPDATE sitemap_sites SET robots_txt = E'x\\x01' WHERE site = 'shop'")
+            .execute(&app.pool)
+            .await
+            .expect_err("a CHECK refuses it");
+    assert!(
+        refused
+            .to_string()
+            .contains("sitemap_sites_robots_txt_text"),
+        "{refused}"
     );
 }

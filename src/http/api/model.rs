@@ -152,6 +152,10 @@ pub(super) struct SiteView {
     /// Rows written with a lastmod later than the fold that placed them:
     /// served with the moment of that fold (`lastmod-in-future`).
     pub(crate) lastmods_in_future: i64,
+    /// Rows whose loc the site's robots.txt disallows for one of its
+    /// checked agents: left out (`robots-disallowed`, counted in
+    /// `skipped` too), or listed where its `robots_check` is `report`.
+    pub(crate) robots_disallowed: i64,
     pub(crate) extensions: ExtensionCounts,
     /// Articles in its news sitemaps: those of the last 48 hours.
     pub(crate) news_articles: i64,
@@ -165,6 +169,7 @@ pub(super) struct SectionView {
     pub(crate) urls: i64,
     pub(crate) skipped: i64,
     pub(crate) lastmods_in_future: i64,
+    pub(crate) robots_disallowed: i64,
     pub(crate) extensions: ExtensionCounts,
     pub(crate) pages: Vec<PageView>,
 }
@@ -216,6 +221,7 @@ impl Stats {
                             urls: pages.iter().map(|p| i64::from(p.urls)).sum(),
                             skipped: section.skipped,
                             lastmods_in_future: section.lastmods_in_future,
+                            robots_disallowed: section.robots_disallowed,
                             extensions: pages.iter().map(|p| p.extensions).sum(),
                             pages,
                             section: section.section,
@@ -226,6 +232,7 @@ impl Stats {
                     urls: sections.iter().map(|s| s.urls).sum(),
                     skipped: sections.iter().map(|s| s.skipped).sum(),
                     lastmods_in_future: sections.iter().map(|s| s.lastmods_in_future).sum(),
+                    robots_disallowed: sections.iter().map(|s| s.robots_disallowed).sum(),
                     extensions: sections.iter().map(|s| s.extensions).sum(),
                     news_articles: site.news_articles,
                     site: site.site,

@@ -20,7 +20,7 @@ use super::{Caller, PROBLEM_JSON, Unauthorized, bad_query, body};
 use crate::http::HttpState;
 use crate::http::error::{HttpError, Problem, RecordError};
 use crate::site::admin::{Admin, AdminError};
-use crate::site::{IndexFormat, Site, SiteSpec};
+use crate::site::{IndexFormat, RobotsCheck, Site, SiteSpec};
 use crate::store::Written;
 
 /// Sites a page of `GET /api/v1/sites` lists, unless asked for fewer.
@@ -54,12 +54,12 @@ impl From<AdminError> for HttpError {
         let detail = error.to_string();
         match error {
             AdminError::Store(error) => HttpError::Store(error),
-            AdminError::Invalid(errors) => {
+            AdminError::Invalid { site, errors } => {
                 let mut problem = Problem::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "invalid-site",
                     format!(
-                        "the site breaks {} rule(s); nothing was written",
+                        "site {site:?} breaks {} rule(s); nothing was written",
                         errors.len()
                     ),
                 );
@@ -221,11 +221,9 @@ fn spec_of(bytes: &[u8]) -> Result<SiteSpec, Problem> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| malformed(format!("the body is not JSON: {e}")))?;
     let Value::Object(mut fields) = value else {
-        return Err(malformed(
-            "the body must be a JSON object of the site's settings (base_url, robots_txt, \
-             include_subfolder_sites, indexnow_key, index_format, nested_index)"
-                .into(),
-        ));
+        return Err(malformed(format!(
+            "the body must be a JSON object of the site's settings ({SETTINGS})"
+        )));
     };
     let mut take = |field: &str| fields.remove(field).filter(|value| !value.is_null());
     let wrong = |field: &str, expected: &str, value: &Value| {
@@ -261,15 +259,42 @@ fn spec_of(bytes: &[u8]) -> Result<SiteSpec, Problem> {
             ),
         },
         nested_index: boolean("nested_index", take("nested_index"))?,
+        robots_check: match take("robots_check") {
+            None => None,
+            Some(value) => Some(value.as_str().and_then(RobotsCheck::parse).ok_or_else(|| {
+                wrong(
+                    "robots_check",
+                    "\"leave-out\", \"report\" or \"off\"",
+                    &value,
+                )
+            })?),
+        },
+        robots_check_agents: match take("robots_check_agents") {
+            None => None,
+            Some(value) => Some(
+                value
+                    .as_array()
+                    .and_then(|agents| {
+                        agents
+                            .iter()
+                            .map(|agent| agent.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<String>>>()
+                    })
+                    .ok_or_else(|| wrong("robots_check_agents", "an array of strings", &value))?,
+            ),
+        },
     };
     if let Some(unknown) = first_key(&fields) {
         return Err(malformed(format!(
-            "{unknown}: not a site setting (base_url, robots_txt, include_subfolder_sites, \
-             indexnow_key, index_format, nested_index)"
+            "{unknown}: not a site setting ({SETTINGS})"
         )));
     }
     Ok(spec)
 }
+
+/// The settings a site's body may give.
+const SETTINGS: &str = "base_url, robots_txt, include_subfolder_sites, indexnow_key, \
+                        index_format, nested_index, robots_check, robots_check_agents";
 
 fn first_key(fields: &Map<String, Value>) -> Option<&str> {
     fields.keys().next().map(String::as_str)
