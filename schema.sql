@@ -1234,6 +1234,37 @@ COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boo
 
 
 --
+-- Name: sitemap_fold_hide_kept(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_hide_kept() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    hidden bigint[];
+BEGIN
+    SELECT array_agg(f.id) INTO hidden
+    FROM sitemap_fold_rows f
+    JOIN sitemap_urls u ON u.id = f.id
+    CROSS JOIN LATERAL sitemap_placement_of(f.id) p
+    WHERE f.may_be_placed AND f.change_xid IS NOT NULL
+      AND (u.visible_from IS NOT NULL OR u.visible_until IS NOT NULL)
+      AND sitemap_window_reason(u.visible_from, u.visible_until, now()) IS NOT NULL
+      AND p.page IS NOT NULL;
+    IF hidden IS NOT NULL THEN
+        PERFORM sitemap_unplace(hidden);
+    END IF;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_hide_kept(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_hide_kept() IS 'Part of a fold, after sitemap_fold_begin: rows it read as changed whose window now leaves them out, and that it kept where they were placed (their entry the same), leave their page; the next fold places them as left out.';
+
+
+--
 -- Name: sitemap_fold_lane_ranges(pg_snapshot, pg_snapshot, xid8, pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1358,6 +1389,66 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_fold_robots_sites() IS 'Part of a fold: writes to sitemap_fold_judged (a temporary table) the sites of the rows it read whose locs are judged, and returns them with their check, agents and the robots text of their host.';
+
+
+--
+-- Name: sitemap_fold_windows(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_windows() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    since timestamptz;
+    moment timestamptz := now();
+    moved bigint[];
+BEGIN
+    SELECT windows_through INTO since FROM sitemap_fold_state;
+    -- Rows whose window opened or closed since the last fold, and that a
+    -- fold placed as the window was then: they go back to be placed again
+    -- (listed or left out as it is now). Rows not placed yet are judged
+    -- when they are.
+    CREATE TEMP TABLE IF NOT EXISTS sitemap_fold_window_moves (
+        id bigint PRIMARY KEY, site text NOT NULL, loc text NOT NULL, change text NOT NULL
+    ) ON COMMIT DELETE ROWS;
+    INSERT INTO sitemap_fold_window_moves (id, site, loc, change)
+    SELECT d.id, d.site, d.loc, CASE WHEN d.listed THEN 'added' ELSE 'removed' END
+    FROM (SELECT u.id, u.site, u.loc,
+                 sitemap_window_reason(u.visible_from, u.visible_until, moment) IS NULL AS listed
+          FROM sitemap_urls u
+          WHERE u.visible_from > since AND u.visible_from <= moment
+          UNION
+          SELECT u.id, u.site, u.loc,
+                 sitemap_window_reason(u.visible_from, u.visible_until, moment) IS NULL
+          FROM sitemap_urls u
+          WHERE u.visible_until > since AND u.visible_until <= moment) d
+    CROSS JOIN LATERAL sitemap_placement_of(d.id) p
+    WHERE (p.page IS NOT NULL) <> d.listed
+      AND (p.page IS NOT NULL OR p.skip_reason IN ('not-yet-visible', 'no-longer-visible'))
+    ON CONFLICT DO NOTHING;
+    SELECT array_agg(id) INTO moved FROM sitemap_fold_window_moves;
+    IF moved IS NOT NULL THEN
+        PERFORM sitemap_unplace(moved);
+        -- Crawlers told of the URL at the moment it entered or left.
+        IF EXISTS (SELECT 1 FROM sitemap_change_stash) THEN
+            INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+            SELECT site, change, moment, array_agg(loc ORDER BY id)
+            FROM sitemap_fold_window_moves GROUP BY site, change;
+        ELSE
+            INSERT INTO sitemap_changes (site, loc, change, committed_at)
+            SELECT site, loc, change, moment FROM sitemap_fold_window_moves ORDER BY id;
+        END IF;
+        UPDATE sitemap_news_state SET due = '-infinity';
+    END IF;
+    UPDATE sitemap_fold_state SET windows_through = moment WHERE windows_through < moment;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_windows(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_windows() IS 'Part of a fold, under its lock, before its rows are read: takes off their pages (or out of the left-out) the rows whose visibility window opened or closed since sitemap_fold_state.windows_through, to be placed again by this fold as the window now is, and writes their feed entries (added, removed) at that moment.';
 
 
 --
@@ -2316,9 +2407,11 @@ BEGIN
         NEW.updated_at := now();
     END IF;
     IF (NEW.site, NEW.section, NEW.loc, NEW.lastmod, NEW.changefreq, NEW.priority,
-        NEW.images, NEW.videos, NEW.news, NEW.hreflang, NEW.hreflang_cluster, NEW.updated_at)
+        NEW.images, NEW.videos, NEW.news, NEW.hreflang, NEW.hreflang_cluster, NEW.updated_at,
+        NEW.visible_from, NEW.visible_until)
         IS DISTINCT FROM (OLD.site, OLD.section, OLD.loc, OLD.lastmod, OLD.changefreq, OLD.priority,
-        OLD.images, OLD.videos, OLD.news, OLD.hreflang, OLD.hreflang_cluster, OLD.updated_at)
+        OLD.images, OLD.videos, OLD.news, OLD.hreflang, OLD.hreflang_cluster, OLD.updated_at,
+        OLD.visible_from, OLD.visible_until)
     THEN
         NEW.change_xid := pg_current_xact_id();
     ELSIF NEW.change_xid IS DISTINCT FROM pg_current_xact_id() THEN
@@ -2477,6 +2570,25 @@ COMMENT ON FUNCTION public.sitemap_w3c_datetime(value text) IS 'A date, or a dat
 
 
 --
+-- Name: sitemap_window_reason(timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_window_reason(visible_from timestamp with time zone, visible_until timestamp with time zone, moment timestamp with time zone) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN visible_from > moment THEN 'not-yet-visible'
+                WHEN visible_until <= moment THEN 'no-longer-visible' END
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_window_reason(visible_from timestamp with time zone, visible_until timestamp with time zone, moment timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_window_reason(visible_from timestamp with time zone, visible_until timestamp with time zone, moment timestamp with time zone) IS 'Why a row with this window is not listed at moment (not-yet-visible, no-longer-visible), or null when it is.';
+
+
+--
 -- Name: sitemap_write_out_feed(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2631,6 +2743,7 @@ CREATE TABLE public.sitemap_fold_state (
     read_through_id bigint,
     lane_through pg_snapshot,
     pass_placed_through bigint,
+    windows_through timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT sitemap_fold_state_lane_in_a_pass CHECK (((folding_through IS NOT NULL) OR ((lane_through IS NULL) AND (pass_placed_through IS NULL)))),
     CONSTRAINT sitemap_fold_state_pass_whole CHECK ((((folding_through IS NULL) = (read_through_xid IS NULL)) AND ((folding_through IS NULL) = (read_through_id IS NULL)))),
     CONSTRAINT sitemap_fold_state_singleton_check CHECK (singleton)
@@ -2656,6 +2769,13 @@ COMMENT ON COLUMN public.sitemap_fold_state.lane_through IS 'While a pass runs: 
 --
 
 COMMENT ON COLUMN public.sitemap_fold_state.pass_placed_through IS 'While a pass runs: the newest placed row id when it began; rows the pass reads past it have no placement.';
+
+
+--
+-- Name: COLUMN sitemap_fold_state.windows_through; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_fold_state.windows_through IS 'The moment through which folds have moved the rows whose visibility window opened or closed.';
 
 
 --
@@ -3083,6 +3203,8 @@ CREATE TABLE public.sitemap_urls (
     news jsonb,
     hreflang text[],
     hreflang_cluster text,
+    visible_from timestamp with time zone,
+    visible_until timestamp with time zone,
     CONSTRAINT sitemap_urls_changefreq_value CHECK ((changefreq = ANY (ARRAY['always'::text, 'hourly'::text, 'daily'::text, 'weekly'::text, 'monthly'::text, 'yearly'::text, 'never'::text]))),
     CONSTRAINT sitemap_urls_priority_range CHECK (((priority >= (0)::double precision) AND (priority <= (1)::double precision))),
     CONSTRAINT sitemap_urls_section_slug CHECK (((section = ''::text) OR ((section ~ '^[a-z0-9][a-z0-9_-]*$'::text) AND (octet_length(section) <= 64)))),
@@ -3193,6 +3315,20 @@ COMMENT ON COLUMN public.sitemap_urls.hreflang IS 'The languages this URL stands
 --
 
 COMMENT ON COLUMN public.sitemap_urls.hreflang_cluster IS 'The name of the group of URLs that are translations of one another; every member links every member (sitemap_clusters).';
+
+
+--
+-- Name: COLUMN sitemap_urls.visible_from; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.visible_from IS 'When the row enters the sitemaps (null: it is listed from its first fold). Folds move it within a fold''s interval of the moment; IndexNow is sent its URL then.';
+
+
+--
+-- Name: COLUMN sitemap_urls.visible_until; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_urls.visible_until IS 'When the row leaves the sitemaps (null: never); later than visible_from. The row stays in the table, left out as no-longer-visible.';
 
 
 --
@@ -3442,6 +3578,14 @@ ALTER TABLE public.sitemap_urls
 
 
 --
+-- Name: sitemap_urls sitemap_urls_window_order; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sitemap_urls
+    ADD CONSTRAINT sitemap_urls_window_order CHECK ((visible_from < visible_until)) NOT VALID;
+
+
+--
 -- Name: sitemap_changes_committed_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3558,6 +3702,20 @@ CREATE INDEX sitemap_urls_cluster_idx ON public.sitemap_urls USING btree (hrefla
 --
 
 CREATE INDEX sitemap_urls_news_idx ON public.sitemap_urls USING btree (site, public.sitemap_news_published(news)) WHERE (news IS NOT NULL);
+
+
+--
+-- Name: sitemap_urls_visible_from; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_urls_visible_from ON public.sitemap_urls USING btree (visible_from) WHERE (visible_from IS NOT NULL);
+
+
+--
+-- Name: sitemap_urls_visible_until; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_urls_visible_until ON public.sitemap_urls USING btree (visible_until) WHERE (visible_until IS NOT NULL);
 
 
 --

@@ -57,7 +57,8 @@ pub enum ReadError {
         source: std::io::Error,
     },
     #[error(
-        "{input}: unknown column {column:?} (expected some of loc, lastmod, changefreq, priority, section, site; \
+        "{input}: unknown column {column:?} (expected some of loc, lastmod, changefreq, priority, section, site, \
+         visible_from, visible_until; \
          pass --ignore-unknown-fields to ignore the others)"
     )]
     UnknownColumn { input: String, column: String },
@@ -289,9 +290,18 @@ fn parse_known_fields(line: &str, ignored: &mut Dropped) -> serde_json::Result<R
     serde_json::from_value(serde_json::Value::Object(object))
 }
 
-/// A CSV file's columns: the records' text fields, which lead
-/// [`RECORD_FIELDS`] (the extensions are JSON, read from JSON Lines).
-const COLUMNS: &[&str] = RECORD_FIELDS.split_at(6).0;
+/// A CSV file's columns: the records' text fields (the extensions are
+/// JSON, read from JSON Lines).
+const COLUMNS: [&str; 8] = [
+    "loc",
+    "lastmod",
+    "changefreq",
+    "priority",
+    "section",
+    "site",
+    "visible_from",
+    "visible_until",
+];
 
 fn read_csv(
     input: &Input,
@@ -346,7 +356,9 @@ fn read_csv(
                 2 => &mut record.changefreq,
                 3 => &mut record.priority,
                 4 => &mut record.section,
-                _ => &mut record.site,
+                5 => &mut record.site,
+                6 => &mut record.visible_from,
+                _ => &mut record.visible_until,
             };
             *slot = value;
         }

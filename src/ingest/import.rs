@@ -552,6 +552,17 @@ fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
         }
         None => out.extend_from_slice(b"\t\\N\t\\N"),
     }
+    for moment in [record.visible_from, record.visible_until] {
+        out.push(b'\t');
+        let before = out.len();
+        if !matches!(
+            moment.map(|t| t.format_into(&mut *out, &Rfc3339)),
+            Some(Ok(_))
+        ) {
+            out.truncate(before);
+            out.extend_from_slice(NULL);
+        }
+    }
     out.push(b'\n');
 }
 

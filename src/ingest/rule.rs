@@ -34,6 +34,10 @@ pub enum Rule {
         now: OffsetDateTime,
     },
     NotInFutureFirstPublication,
+    /// A visibility window's end: after its start.
+    AfterVisibleFrom {
+        visible_from: String,
+    },
     NumberFrom {
         from: &'static str,
         to: &'static str,
@@ -124,6 +128,10 @@ impl fmt::Display for Rule {
             Rule::NotInFutureFirstPublication => {
                 f.write_str("not in the future (the article's first publication)")
             }
+            Rule::AfterVisibleFrom { visible_from } => write!(
+                f,
+                "later than visible_from ({visible_from}): a window that closes before it opens lists the row never"
+            ),
             Rule::NumberFrom { from, to } => write!(f, "a number from {from} to {to}"),
             Rule::NoWhitespace {
                 character,

@@ -31,7 +31,7 @@ pub(crate) const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
 pub(crate) const QUOTE_CHARS: usize = 100;
 
 /// The fields of [`RawRecord`], by their JSON names.
-pub(crate) const RECORD_FIELDS: [&str; 10] = [
+pub(crate) const RECORD_FIELDS: [&str; 12] = [
     "loc",
     "lastmod",
     "changefreq",
@@ -42,6 +42,8 @@ pub(crate) const RECORD_FIELDS: [&str; 10] = [
     "images",
     "videos",
     "news",
+    "visible_from",
+    "visible_until",
 ];
 
 /// A record on the wire: what import and the write API take, every field
@@ -83,6 +85,11 @@ pub struct RawRecord {
     /// "publication_date", "title"}`.
     #[schema(value_type = Option<Object>)]
     pub news: Option<serde_json::Value>,
+    /// W3C datetime when the URL enters the sitemaps (default: at once).
+    pub visible_from: Option<String>,
+    /// W3C datetime when it leaves them (default: never); later than
+    /// `visible_from`.
+    pub visible_until: Option<String>,
 }
 
 /// A valid record, normalised, ready to store.
@@ -98,6 +105,8 @@ pub struct Record {
     pub(crate) videos: Option<Vec<Video>>,
     pub(crate) news: Option<News>,
     pub(crate) membership: Option<Membership>,
+    pub(crate) visible_from: Option<OffsetDateTime>,
+    pub(crate) visible_until: Option<OffsetDateTime>,
 }
 
 /// One broken rule: which field, the value (cut short), and the rule.
@@ -208,6 +217,28 @@ impl<'a> Validator<'a> {
                 .map_err(|rule| errors.push(error("lastmod", value, rule)))
                 .ok()
         });
+        let mut moment = |field: &'static str, value: Option<&str>| {
+            value.and_then(|value| {
+                let at = parse_w3c_datetime(value);
+                if at.is_none() {
+                    errors.push(error(field, value, Rule::W3cDatetime));
+                }
+                at
+            })
+        };
+        let visible_from = moment("visible_from", raw.visible_from.as_deref());
+        let visible_until = moment("visible_until", raw.visible_until.as_deref());
+        if let (Some(from), Some(until)) = (visible_from, visible_until)
+            && until <= from
+        {
+            errors.push(error(
+                "visible_until",
+                raw.visible_until.as_deref().unwrap_or_default(),
+                Rule::AfterVisibleFrom {
+                    visible_from: raw.visible_from.clone().unwrap_or_default(),
+                },
+            ));
+        }
         let changefreq = raw.changefreq.as_deref().and_then(|value| {
             let lower = value.to_ascii_lowercase();
             let found = CHANGEFREQS.iter().copied().find(|c| *c == lower);
@@ -260,6 +291,8 @@ impl<'a> Validator<'a> {
                 videos: videos.filter(|v| !v.is_empty()),
                 news,
                 membership,
+                visible_from,
+                visible_until,
             }),
             _ => Err(errors),
         }
@@ -542,8 +575,19 @@ mod tests {
             images,
             videos,
             news,
+            visible_from,
+            visible_until,
         } = record;
-        let texts = [loc, lastmod, changefreq, priority, section, site];
+        let texts = [
+            loc,
+            lastmod,
+            changefreq,
+            priority,
+            section,
+            site,
+            visible_from,
+            visible_until,
+        ];
         assert!(texts.iter().all(Option::is_some), "{texts:?}");
         let extensions = [alternates, images, videos, news];
         assert!(extensions.iter().all(Option::is_some), "{extensions:?}");

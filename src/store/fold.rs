@@ -257,9 +257,16 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         .execute(&mut *conn)
         .await?;
     robots::judge_changed_sites(conn).await?;
+    // Rows whose visibility window opened or closed since the last fold.
+    sqlx::query("SELECT sitemap_fold_windows()")
+        .execute(&mut *conn)
+        .await?;
     let began_a_pass: bool = sqlx::query_scalar("SELECT started FROM sitemap_fold_begin($1)")
         .bind(max_rows)
         .fetch_one(&mut *conn)
+        .await?;
+    sqlx::query("SELECT sitemap_fold_hide_kept()")
+        .execute(&mut *conn)
         .await?;
     let judges = robots::fold_judges(conn).await?;
     let unplaced = read_unplaced(conn, &judges).await?;
@@ -444,10 +451,16 @@ async fn read_unplaced(
             // A NULL costs the stream no call of a type's send function:
             // counts of none are sent as NULL.
             "COPY (SELECT u.id, u.site, u.section, u.loc_hash, u.bytes, nullif(u.images, 0),
-                          nullif(u.videos, 0), nullif(u.alternates, 0), u.cluster, u.skip_reason,
+                          nullif(u.videos, 0), nullif(u.alternates, 0), u.cluster,
+                          coalesce(u.skip_reason,
+                                   sitemap_window_reason(w.visible_from, w.visible_until, now())),
                           CASE WHEN j.site IS NOT NULL THEN u.loc END
                    FROM sitemap_fold_unplaced u
-                   LEFT JOIN sitemap_fold_judged j ON j.site = u.site) TO STDOUT (FORMAT binary)",
+                   LEFT JOIN sitemap_fold_judged j ON j.site = u.site
+                   -- the rows with a window, through their partial indexes
+                   LEFT JOIN (SELECT id, visible_from, visible_until FROM sitemap_urls
+                              WHERE visible_from IS NOT NULL OR visible_until IS NOT NULL) w
+                       ON w.id = u.id) TO STDOUT (FORMAT binary)",
         )
         .await?;
     while let Some(chunk) = stream.next().await {

@@ -66,7 +66,9 @@ impl Store {
                      videos jsonb,
                      news jsonb,
                      hreflang text[],
-                     hreflang_cluster text
+                     hreflang_cluster text,
+                     visible_from timestamptz,
+                     visible_until timestamptz
                  ) ON COMMIT DROP",
             ])
             .await?;
@@ -85,7 +87,8 @@ impl ImportSession {
 
     /// Copies batches of rows, in `COPY` text format, into the staging
     /// table (site, loc, ord, section, lastmod, changefreq, priority,
-    /// images, videos, news, hreflang, hreflang_cluster), in
+    /// images, videos, news, hreflang, hreflang_cluster, visible_from,
+    /// visible_until), in
     /// one `COPY`: a statement per batch cost 25 ms each.
     pub(crate) async fn copy(&mut self, batches: impl Stream<Item = Vec<u8>>) -> Result<(), Error> {
         let mut copy = self.tx.copy_in_raw("COPY import_rows FROM STDIN").await?;
@@ -109,7 +112,8 @@ impl ImportSession {
             .tx
             .copy_in_raw(
                 "COPY sitemap_urls (site, loc, section, lastmod, changefreq, priority,
-                                    images, videos, news, hreflang, hreflang_cluster) FROM STDIN",
+                                    images, videos, news, hreflang, hreflang_cluster,
+                                    visible_from, visible_until) FROM STDIN",
             )
             .await?;
         let mut batches = std::pin::pin!(batches);
@@ -192,30 +196,38 @@ macro_rules! write_rows {
             "WITH classified AS MATERIALIZED (
                  SELECT r.site, r.section, r.loc, r.lastmod, r.changefreq, r.priority,
                         r.images, r.videos, r.news, r.hreflang, r.hreflang_cluster,
+                        r.visible_from, r.visible_until,
                         -- NULL: no such row; else whether a field differs
                         (SELECT (e.section, e.lastmod, e.changefreq, e.priority,
-                                 e.images, e.videos, e.news, e.hreflang, e.hreflang_cluster)
+                                 e.images, e.videos, e.news, e.hreflang, e.hreflang_cluster,
+                                 e.visible_from, e.visible_until)
                                 IS DISTINCT FROM (r.section, r.lastmod, r.changefreq, r.priority,
-                                 r.images, r.videos, r.news, r.hreflang, r.hreflang_cluster)
+                                 r.images, r.videos, r.news, r.hreflang, r.hreflang_cluster,
+                                 r.visible_from, r.visible_until)
                          FROM sitemap_urls e WHERE e.site = r.site AND e.loc = r.loc) AS differs
                  FROM import_rows r
              ), changed AS (
                  UPDATE sitemap_urls u
                  SET section = c.section, lastmod = c.lastmod, changefreq = c.changefreq, priority = c.priority,
                      images = c.images, videos = c.videos, news = c.news, hreflang = c.hreflang,
-                     hreflang_cluster = c.hreflang_cluster
+                     hreflang_cluster = c.hreflang_cluster, visible_from = c.visible_from,
+                     visible_until = c.visible_until
                  FROM classified c
                  WHERE c.differs AND u.site = c.site AND u.loc = c.loc
                    AND (u.section, u.lastmod, u.changefreq, u.priority,
-                        u.images, u.videos, u.news, u.hreflang, u.hreflang_cluster)
+                        u.images, u.videos, u.news, u.hreflang, u.hreflang_cluster,
+                        u.visible_from, u.visible_until)
                        IS DISTINCT FROM (c.section, c.lastmod, c.changefreq, c.priority,
-                        c.images, c.videos, c.news, c.hreflang, c.hreflang_cluster)
+                        c.images, c.videos, c.news, c.hreflang, c.hreflang_cluster,
+                        c.visible_from, c.visible_until)
                  RETURNING 1
              ), added AS (
                  INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority,
-                                                images, videos, news, hreflang, hreflang_cluster)
+                                                images, videos, news, hreflang, hreflang_cluster,
+                                                visible_from, visible_until)
                  SELECT c.site, c.section, c.loc, c.lastmod, c.changefreq, c.priority,
-                        c.images, c.videos, c.news, c.hreflang, c.hreflang_cluster
+                        c.images, c.videos, c.news, c.hreflang, c.hreflang_cluster,
+                        c.visible_from, c.visible_until
                  FROM classified c
                  WHERE c.differs IS NULL ",
             $on_conflict,
@@ -237,9 +249,12 @@ const WRITE_ROWS_RACED: &str = write_rows!(
      SET section = excluded.section, lastmod = excluded.lastmod,
          changefreq = excluded.changefreq, priority = excluded.priority,
          images = excluded.images, videos = excluded.videos, news = excluded.news,
-         hreflang = excluded.hreflang, hreflang_cluster = excluded.hreflang_cluster
+         hreflang = excluded.hreflang, hreflang_cluster = excluded.hreflang_cluster,
+         visible_from = excluded.visible_from, visible_until = excluded.visible_until
      WHERE (u.section, u.lastmod, u.changefreq, u.priority,
-            u.images, u.videos, u.news, u.hreflang, u.hreflang_cluster)
+            u.images, u.videos, u.news, u.hreflang, u.hreflang_cluster,
+            u.visible_from, u.visible_until)
            IS DISTINCT FROM (excluded.section, excluded.lastmod, excluded.changefreq, excluded.priority,
-            excluded.images, excluded.videos, excluded.news, excluded.hreflang, excluded.hreflang_cluster)"
+            excluded.images, excluded.videos, excluded.news, excluded.hreflang, excluded.hreflang_cluster,
+            excluded.visible_from, excluded.visible_until)"
 );

@@ -17,7 +17,7 @@ use super::{Error, Store};
 macro_rules! moved_columns {
     () => {
         "site, section, loc, lastmod, changefreq, priority, updated_at, images, videos, news, \
-         hreflang, hreflang_cluster"
+         hreflang, hreflang_cluster, visible_from, visible_until"
     };
 }
 
@@ -235,7 +235,8 @@ impl Store {
              FROM (SELECT count(*) AS rows,
                           coalesce(sum(hashtextextended(ROW(section, loc, lastmod, changefreq,
                               priority, updated_at, images, videos, news, hreflang,
-                              hreflang_cluster)::text, 0)::numeric), 0)::text AS checksum
+                              hreflang_cluster, visible_from, visible_until)::text, 0)::numeric),
+                                   0)::text AS checksum
                    FROM sitemap_urls WHERE site = $1) r",
         )
         .bind(site)
@@ -355,7 +356,7 @@ pub(crate) async fn copy_site_rows(
             sqlx::query(
                 "CREATE TEMP TABLE sitemap_move_rows ON COMMIT DROP AS
                  SELECT site, section, loc, lastmod, changefreq, priority, updated_at, images,
-                        videos, news, hreflang, hreflang_cluster
+                        videos, news, hreflang, hreflang_cluster, visible_from, visible_until
                  FROM sitemap_urls WITH NO DATA",
             )
             .execute(&mut *write)
@@ -380,23 +381,26 @@ pub(crate) async fn copy_site_rows(
             .await?;
             sqlx::query(
                 "INSERT INTO sitemap_urls AS u (site, section, loc, lastmod, changefreq, priority,
-                     updated_at, images, videos, news, hreflang, hreflang_cluster)
+                     updated_at, images, videos, news, hreflang, hreflang_cluster, visible_from,
+                     visible_until)
                  SELECT site, section, loc, lastmod, changefreq, priority, updated_at, images,
-                        videos, news, hreflang, hreflang_cluster
+                        videos, news, hreflang, hreflang_cluster, visible_from, visible_until
                  FROM sitemap_move_rows
                  ON CONFLICT (site, loc) DO UPDATE SET
                      section = excluded.section, lastmod = excluded.lastmod,
                      changefreq = excluded.changefreq, priority = excluded.priority,
                      updated_at = excluded.updated_at, images = excluded.images,
                      videos = excluded.videos, news = excluded.news,
-                     hreflang = excluded.hreflang, hreflang_cluster = excluded.hreflang_cluster
+                     hreflang = excluded.hreflang, hreflang_cluster = excluded.hreflang_cluster,
+                     visible_from = excluded.visible_from, visible_until = excluded.visible_until
                  WHERE (u.section, u.lastmod, u.changefreq, u.priority, u.updated_at, u.images,
-                        u.videos, u.news, u.hreflang, u.hreflang_cluster)
+                        u.videos, u.news, u.hreflang, u.hreflang_cluster, u.visible_from,
+                        u.visible_until)
                      IS DISTINCT FROM
                        (excluded.section, excluded.lastmod, excluded.changefreq,
                         excluded.priority, excluded.updated_at, excluded.images,
                         excluded.videos, excluded.news, excluded.hreflang,
-                        excluded.hreflang_cluster)",
+                        excluded.hreflang_cluster, excluded.visible_from, excluded.visible_until)",
             )
             .execute(&mut *write)
             .await?;

@@ -37,6 +37,8 @@ pub(crate) struct StoredRecord {
     pub(crate) hreflangs: Option<Vec<String>>,
     pub(crate) hrefs: Option<Vec<String>>,
     pub(crate) alternates_problem: Option<String>,
+    pub(crate) visible_from: Option<OffsetDateTime>,
+    pub(crate) visible_until: Option<OffsetDateTime>,
 }
 
 /// One site's counts.
@@ -96,7 +98,8 @@ impl Store {
             "SELECT u.site, u.section, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
                     p.page, p.skip_reason,
                     u.images::text AS images, u.videos::text AS videos, u.news::text AS news,
-                    k.hreflangs, k.hrefs, k.problem AS alternates_problem
+                    k.hreflangs, k.hrefs, k.problem AS alternates_problem,
+                    u.visible_from, u.visible_until
              FROM sitemap_urls u
              LEFT JOIN LATERAL sitemap_placement_of(u.id) p
                  ON p.site = u.site AND p.section = u.section AND p.loc_hash = sitemap_loc_hash(u.loc)

@@ -381,3 +381,215 @@ async fn robots_settings_that_cannot_be_judged_by_are_refused(pool: PgPool) {
         "{refused}"
     );
 }
+
+/// Polls `served` every 20 ms until it is `wanted` (10 s at most); returns
+/// when it was.
+async fn until_served(app: &TestApp, loc: &str, wanted: bool) -> OffsetDateTime {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let served = app.served_locs().await.iter().any(|l| l == loc);
+        if served == wanted {
+            return OffsetDateTime::now_utc();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{loc} still {}listed",
+            if served { "" } else { "not " }
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A row with a visibility window enters the sitemaps when it opens and
+/// leaves them when it closes, within a second of each moment and with no
+/// write: the page's ETag and Last-Modified and the index's lastmod move
+/// then, IndexNow is sent the URL, and the news sitemap follows. Outside
+/// its window the row is left out with the reason, and stays in the table.
+#[sqlx::test]
+async fn a_row_enters_and_leaves_the_sitemaps_at_its_window_with_no_write(pool: PgPool) {
+    let receiver = crate::receiver::Receiver::start().await;
+    let app = spawn_api(pool, |s| {
+        s.indexnow_key = Some("0123456789abcdef".into());
+        s.indexnow_endpoint = receiver.url("/indexnow");
+        s.indexnow_batch_delay_ms = 10;
+    })
+    .await;
+    let timed = format!("{BASE_URL}jobs/nightshift");
+    let article = format!("{BASE_URL}news/launch");
+    let (opens, closes): (OffsetDateTime, OffsetDateTime) = sqlx::query_as(
+        "WITH w AS (SELECT date_trunc('second', now()) + interval '3 s' AS opens),
+              written AS (
+                  INSERT INTO sitemap_urls (loc, visible_from, visible_until, news)
+                  SELECT $1 || 'always', NULL::timestamptz, NULL::timestamptz, NULL::jsonb FROM w
+                  UNION ALL SELECT $2, opens, opens + interval '3 s', NULL::jsonb FROM w
+                  UNION ALL SELECT $3, opens, NULL,
+                                   jsonb_build_object('publication_name', 'The Example Times',
+                                                      'language', 'en',
+                                                      'publication_date',
+                                                      to_char(now() AT TIME ZONE 'UTC' - interval '1 hour',
+                                                              'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
+                                                      'title', 'Launch')
+                  FROM w
+                  RETURNING visible_from, visible_until)
+         SELECT visible_from, visible_until FROM written WHERE visible_until IS NOT NULL",
+    )
+    .bind(BASE_URL)
+    .bind(&timed)
+    .bind(&article)
+    .fetch_one(&app.pool)
+    .await
+    .expect("rows");
+    app.fold().await;
+    assert_eq!(app.served_locs().await, [format!("{BASE_URL}always")]);
+    let stats = site_stats(&app).await;
+    assert_eq!(stats["sites"][0]["skipped"], 2, "{stats}");
+    let view = authed(&app, "/sitemaps.html").await;
+    assert!(view.contains("not-yet-visible"), "{view}");
+    assert_eq!(app.get("/sitemap_news.xml.gz").await.status(), 404);
+    let page = app.get("/sitemap-1.xml.gz").await;
+    let (etag, modified) = (
+        header(&page, "etag").to_owned(),
+        header(&page, "last-modified").to_owned(),
+    );
+    let index_lastmod = app.index().await[0].lastmod.clone();
+
+    let entered = until_served(&app, &timed, true).await;
+    assert!(entered >= opens, "listed at {entered}, before {opens}");
+    assert!(
+        entered - opens < Duration::from_secs(1),
+        "listed at {entered}, {opens} it opened"
+    );
+    assert!(app.served_locs().await.contains(&article));
+    let page = app.get("/sitemap-1.xml.gz").await;
+    assert_ne!(header(&page, "etag"), etag);
+    assert_ne!(header(&page, "last-modified"), modified);
+    assert_ne!(app.index().await[0].lastmod, index_lastmod);
+    let news = app.get("/sitemap_news.xml.gz").await;
+    assert_eq!(news.status(), 200, "the article is news once listed");
+    // The first batch was the untimed row's, written before.
+    let sent = receiver.until(2).await;
+    let urls: Vec<String> = sent[1..]
+        .iter()
+        .flat_map(|r| r.indexnow().url_list)
+        .collect();
+    assert!(urls.contains(&timed) && urls.contains(&article), "{urls:?}");
+
+    let left = until_served(&app, &timed, false).await;
+    assert!(left >= closes, "left at {left}, before {closes}");
+    assert!(
+        left - closes < Duration::from_secs(1),
+        "left at {left}, {closes} it closed"
+    );
+    let pushed: Vec<String> = receiver
+        .until(3)
+        .await
+        .iter()
+        .flat_map(|r| r.indexnow().url_list)
+        .collect();
+    assert_eq!(
+        pushed.iter().filter(|url| **url == timed).count(),
+        2,
+        "{pushed:?}"
+    );
+    let view = authed(&app, "/sitemaps.html").await;
+    assert!(view.contains("no-longer-visible"), "{view}");
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_urls")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(kept, 3, "no row is lost");
+
+    // A window written to close before it opens is refused.
+    let refused = sqlx::query(
+        "UPDATE sitemap_urls SET visible_from = now(), visible_until = now() - interval '1 s'",
+    )
+    .execute(&app.pool)
+    .await
+    .expect_err("a CHECK refuses it");
+    assert!(
+        refused.to_string().contains("sitemap_urls_window_order"),
+        "{refused}"
+    );
+}
+
+/// Windows come in through JSON Lines, CSV and the write API as through
+/// SQL, and a row outside its window is left out as soon as it is
+/// written; a window that closes before it opens is refused with the
+/// field and why, and nothing of its batch is written.
+#[sqlx::test]
+async fn every_writer_takes_windows_and_refuses_reversed_ones(pool: PgPool) {
+    use sitemapd::ingest::formats::Format;
+
+    use crate::import::{options, run, write};
+    use crate::write_api::put;
+
+    let app = spawn_api(pool, |_| {}).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let jsonl = write(
+        &dir,
+        "rows.jsonl",
+        &format!(
+            "{{\"loc\": \"{BASE_URL}a\", \"visible_until\": \"2020-01-01T00:00:00Z\"}}\n\
+             {{\"loc\": \"{BASE_URL}b\", \"visible_from\": \"2099-01-01\"}}\n\
+             {{\"loc\": \"{BASE_URL}c\", \"visible_from\": \"2020-01-01\", \"visible_until\": \"2099-01-01\"}}\n"
+        ),
+    );
+    let report = run(&app, &jsonl, &options(Format::Jsonl)).await;
+    assert!(report.written && report.invalid == 0, "{report:?}");
+    let csv = write(
+        &dir,
+        "rows.csv",
+        &format!(
+            "loc,visible_from,visible_until\n{BASE_URL}d,,2020-06-01T00:00:00Z\n{BASE_URL}e,2020-01-01,\n"
+        ),
+    );
+    let report = run(&app, &csv, &options(Format::Csv)).await;
+    assert!(report.written && report.invalid == 0, "{report:?}");
+    let (status, body) = put(
+        &app,
+        serde_json::json!([{"loc": format!("{BASE_URL}f"), "visible_from": "2099-06-01T00:00:00Z"}]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    app.fold().await;
+    assert_eq!(
+        app.served_locs().await,
+        [format!("{BASE_URL}c"), format!("{BASE_URL}e")]
+    );
+    let encoded: String =
+        url::form_urlencoded::byte_serialize(format!("{BASE_URL}f").as_bytes()).collect();
+    let record: serde_json::Value =
+        serde_json::from_str(&authed(&app, &format!("/api/v1/urls?loc={encoded}")).await)
+            .expect("JSON");
+    assert_eq!(record["visible_from"], "2099-06-01T00:00:00Z", "{record}");
+    assert_eq!(record["skip_reason"], "not-yet-visible", "{record}");
+
+    let reversed = write(
+        &dir,
+        "reversed.jsonl",
+        &format!(
+            "{{\"loc\": \"{BASE_URL}g\"}}\n\
+             {{\"loc\": \"{BASE_URL}h\", \"visible_from\": \"2030-01-02\", \"visible_until\": \"2030-01-01\"}}\n"
+        ),
+    );
+    let report = run(&app, &reversed, &options(Format::Jsonl)).await;
+    assert!(!report.written && report.invalid == 1, "{report:?}");
+    let error = &report.rejected[0].errors[0];
+    assert_eq!(error.field, "visible_until");
+    assert!(
+        error.to_string().contains("later than visible_from"),
+        "{error}"
+    );
+    let (status, body) = put(
+        &app,
+        serde_json::json!([{"loc": format!("{BASE_URL}h"), "visible_from": "2030-01-02", "visible_until": "2030-01-02"}]),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("visible_until"), "{body}");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_urls")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(rows, 6, "nothing of a refused batch is written");
+}

@@ -89,6 +89,8 @@ impl RecordView {
                 images: json(record.images),
                 videos: json(record.videos),
                 news: json(record.news),
+                visible_from: record.visible_from.map(rfc3339),
+                visible_until: record.visible_until.map(rfc3339),
             },
             updated_at: rfc3339(record.updated_at),
             page: record.page,
