@@ -12,7 +12,7 @@
 //! rule: a rule matches only paths that contain the longest run of
 //! literal characters of its pattern.
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use robotxt::Robots;
 use serde::{Deserialize, Serialize};
 
@@ -123,7 +123,13 @@ impl RobotsJudge {
                 .iter()
                 .map(|rule| longest_literal(rule.pattern()))
                 .collect::<Option<Vec<&str>>>()
-                .and_then(|pieces| AhoCorasick::new(pieces).ok());
+                // A DFA: a third less time per loc than the default.
+                .and_then(|pieces| {
+                    AhoCorasick::builder()
+                        .kind(Some(AhoCorasickKind::DFA))
+                        .build(pieces)
+                        .ok()
+                });
             groups.push(Group { robots, pieces });
         }
         RobotsJudge { groups }
@@ -134,13 +140,13 @@ impl RobotsJudge {
     /// fetch it.
     pub(crate) fn disallowing_rule(&self, loc: &str) -> Option<String> {
         let path = path_and_query(loc);
+        // A path with a percent sign or a byte the crate encodes is
+        // normalized before matching: only a path already as the crate
+        // would match it may be ruled out by its pieces.
+        let plain = path.bytes().all(|b| {
+            b.is_ascii_graphic() && !matches!(b, b'%' | b'"' | b'<' | b'>' | b'`' | b'{' | b'}')
+        });
         self.groups.iter().find_map(|group| {
-            // A path with a percent sign or a byte the crate encodes is
-            // normalized before matching: only a path already as the
-            // crate would match it may be ruled out by its pieces.
-            let plain = path.bytes().all(|b| {
-                b.is_ascii_graphic() && !matches!(b, b'%' | b'"' | b'<' | b'>' | b'`' | b'{' | b'}')
-            });
             if plain
                 && let Some(pieces) = &group.pieces
                 && !pieces.is_match(path)

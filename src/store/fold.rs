@@ -261,6 +261,9 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_fold_windows()")
         .execute(&mut *conn)
         .await?;
+    sqlx::query("SELECT sitemap_fold_forget_clamps()")
+        .execute(&mut *conn)
+        .await?;
     let began_a_pass: bool = sqlx::query_scalar("SELECT started FROM sitemap_fold_begin($1)")
         .bind(max_rows)
         .fetch_one(&mut *conn)

@@ -112,6 +112,28 @@ async fn a_future_lastmod_is_served_as_the_moment_its_row_was_placed(pool: PgPoo
         !metrics.contains("sitemapd_lastmods_in_future{"),
         "{metrics}"
     );
+
+    // A deleted row's clamp goes with it.
+    exec(
+        &app.pool,
+        &format!("INSERT INTO sitemap_urls (loc, lastmod) VALUES ('{BASE_URL}doomed', now() + interval '1 day')"),
+    )
+    .await;
+    app.fold().await;
+    let clamps = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM sitemap_lastmod_clamps")
+            .fetch_one(&app.pool)
+            .await
+            .expect("clamps")
+    };
+    assert_eq!(clamps().await, 1);
+    exec(
+        &app.pool,
+        &format!("DELETE FROM sitemap_urls WHERE loc = '{BASE_URL}doomed'"),
+    )
+    .await;
+    app.fold().await;
+    assert_eq!(clamps().await, 0);
 }
 
 /// Every page's ETag, by path.
@@ -592,4 +614,49 @@ async fn every_writer_takes_windows_and_refuses_reversed_ones(pool: PgPool) {
         .await
         .expect("count");
     assert_eq!(rows, 6, "nothing of a refused batch is written");
+}
+
+/// A site under a path is judged by the robots.txt its host serves, which
+/// another site's settings give; when that text changes, the site's rows
+/// are judged again.
+#[sqlx::test]
+async fn a_subfolder_site_is_judged_by_its_hosts_robots_txt(pool: PgPool) {
+    let app = spawn_api(pool, |s| {
+        s.robots_txt = Some("User-agent: *\nDisallow: /shop/cart/\n".into());
+        s.sites.insert(
+            "shop".into(),
+            sitemapd::config::SiteSettings {
+                base_url: format!("{BASE_URL}shop/"),
+                ..sitemapd::config::SiteSettings::default()
+            },
+        );
+    })
+    .await;
+    exec(
+        &app.pool,
+        &format!(
+            "INSERT INTO sitemap_urls (site, loc) VALUES
+                 ('shop', '{BASE_URL}shop/cart/1'), ('shop', '{BASE_URL}shop/shoes')"
+        ),
+    )
+    .await;
+    app.fold().await;
+    let listed = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT u.loc FROM sitemap_urls u JOIN sitemap_placed p ON p.id = u.id
+             WHERE u.site = 'shop' AND p.page IS NOT NULL ORDER BY u.loc",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .expect("listed")
+    };
+    assert_eq!(listed().await, [format!("{BASE_URL}shop/shoes")]);
+    exec(
+        &app.pool,
+        "UPDATE sitemap_sites SET robots_txt = E'User-agent: *\\nDisallow: /shop/shoes\\n'
+         WHERE site = 'default'",
+    )
+    .await;
+    app.fold().await;
+    assert_eq!(listed().await, [format!("{BASE_URL}shop/cart/1")]);
 }
