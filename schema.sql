@@ -1264,6 +1264,12 @@ CREATE FUNCTION public.sitemap_fold_hide_kept() RETURNS void
 DECLARE
     hidden bigint[];
 BEGIN
+    -- Without a timed row anywhere, nothing to look for among the rows
+    -- read (a scan of a million costs 0.1 s).
+    IF NOT EXISTS (SELECT 1 FROM sitemap_urls
+                   WHERE visible_from IS NOT NULL OR visible_until IS NOT NULL) THEN
+        RETURN;
+    END IF;
     -- The timed rows through their partial indexes, not a probe per row
     -- read: a fold of a million updates reads no more than before.
     SELECT array_agg(f.id) INTO hidden
@@ -1393,6 +1399,11 @@ CREATE FUNCTION public.sitemap_fold_robots_sites() RETURNS TABLE(site text, robo
 BEGIN
     IF to_regclass('pg_temp.sitemap_fold_judged') IS NULL THEN
         CREATE TEMP TABLE sitemap_fold_judged (site text PRIMARY KEY) ON COMMIT DELETE ROWS;
+    END IF;
+    -- Without a robots text anywhere, the fold's sites need not be found
+    -- (a million rows' took 0.15 s).
+    IF NOT EXISTS (SELECT 1 FROM sitemap_sites WHERE robots_txt IS NOT NULL) THEN
+        RETURN;
     END IF;
     RETURN QUERY
     WITH judged AS (

@@ -105,6 +105,11 @@ BEGIN
     IF to_regclass('pg_temp.sitemap_fold_judged') IS NULL THEN
         CREATE TEMP TABLE sitemap_fold_judged (site text PRIMARY KEY) ON COMMIT DELETE ROWS;
     END IF;
+    -- Without a robots text anywhere, the fold's sites need not be found
+    -- (a million rows' took 0.15 s).
+    IF NOT EXISTS (SELECT 1 FROM sitemap_sites WHERE robots_txt IS NOT NULL) THEN
+        RETURN;
+    END IF;
     RETURN QUERY
     WITH judged AS (
         INSERT INTO sitemap_fold_judged

@@ -122,6 +122,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
     hidden bigint[];
 BEGIN
+    -- Without a timed row anywhere, nothing to look for among the rows
+    -- read (a scan of a million costs 0.1 s).
+    IF NOT EXISTS (SELECT 1 FROM sitemap_urls
+                   WHERE visible_from IS NOT NULL OR visible_until IS NOT NULL) THEN
+        RETURN;
+    END IF;
     -- The timed rows through their partial indexes, not a probe per row
     -- read: a fold of a million updates reads no more than before.
     SELECT array_agg(f.id) INTO hidden

@@ -5,7 +5,7 @@
 #   plain:   no robots text, no window;
 #   robots:  a robots.txt of 50 rules in two groups (`*`, and Googlebot's
 #            own), which leave some 0.4% of the rows out;
-#   windows: 10% of the rows with a window open now (visible_from a day
+#   windows: 10% of the rows written with a window open now (visible_from a day
 #            ago, visible_until in 30 days), so the same rows are listed.
 # Each run times one fold of every row by the `fold` command, in one batch
 # (as the service sizes its largest), then starts `sitemapd serve` and
@@ -67,12 +67,18 @@ echo "robots.txt: $(grep -ci '^\(dis\)\?allow:' "$work/robots.txt") rules"
 psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS sitemapd_trust"
 DATABASE_URL="$pg_base/sitemapd_trust" SITEMAPD_BASE_URL=http://localhost:8080/ "$binary" migrate >/dev/null
 psql -q "$pg_base/sitemapd_trust" -c "\\copy sitemap_urls (section, loc, lastmod) FROM '$work/rows.tsv'" \
-    -c "VACUUM ANALYZE sitemap_urls"
-psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS sitemapd_trust_windows" \
-    -c "CREATE DATABASE sitemapd_trust_windows TEMPLATE sitemapd_trust"
+    -c "VACUUM ANALYZE sitemap_urls" -c "CHECKPOINT"
+# The same rows, every tenth written with its window, as an application
+# would write them.
+from=$(date -u -d '1 day ago' +%FT%TZ)
+until=$(date -u -d '30 days' +%FT%TZ)
+awk -v from="$from" -v until="$until" 'BEGIN { OFS = "\t" }
+    { print $0, (NR % 10 == 0 ? from : "\\N"), (NR % 10 == 0 ? until : "\\N") }' \
+    "$work/rows.tsv" > "$work/timed.tsv"
+psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS sitemapd_trust_windows"
+DATABASE_URL="$pg_base/sitemapd_trust_windows" SITEMAPD_BASE_URL=http://localhost:8080/ "$binary" migrate >/dev/null
 psql -q "$pg_base/sitemapd_trust_windows" \
-    -c "UPDATE sitemap_urls SET visible_from = now() - interval '1 day',
-                                visible_until = now() + interval '30 days' WHERE id % 10 = 0" \
+    -c "\\copy sitemap_urls (section, loc, lastmod, visible_from, visible_until) FROM '$work/timed.tsv'" \
     -c "VACUUM ANALYZE sitemap_urls" -c "CHECKPOINT"
 
 # Runs the binary on the run's copy with the variant's settings.

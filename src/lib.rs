@@ -25,8 +25,9 @@
 //! Beside them: [`app`], the composition root that builds the service from
 //! its [`config`] and starts and stops its background tasks; [`site`], the
 //! sites as rows (their rules, the directory requests are routed by, their
-//! management, shared by the API and `sitemapd sites`, and their moves
-//! between cells over `store::moves`); `changes`,
+//! management, shared by the API and `sitemapd sites`, the judge of their
+//! locs against robots.txt that folds use through `store::robots`, and
+//! their moves between cells over `store::moves`); `changes`,
 //! which follows what the schema announces and drops what it makes stale;
 //! [`sitemap`], the protocol itself, pure (limits, file names, URL rules,
 //! the XML writer); [`clock`], [`tokens`], [`telemetry`], [`demo`], and the
