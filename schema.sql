@@ -1260,6 +1260,7 @@ COMMENT ON FUNCTION public.sitemap_fold_forget_clamps() IS 'Step of a fold, befo
 
 CREATE FUNCTION public.sitemap_fold_hide_kept() RETURNS void
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     hidden bigint[];
@@ -1402,7 +1403,7 @@ BEGIN
     END IF;
     -- Without a robots text anywhere, the fold's sites need not be found
     -- (a million rows' took 0.15 s).
-    IF NOT EXISTS (SELECT 1 FROM sitemap_sites WHERE robots_txt IS NOT NULL) THEN
+    IF NOT EXISTS (SELECT 1 FROM sitemap_sites s WHERE s.robots_txt IS NOT NULL) THEN
         RETURN;
     END IF;
     RETURN QUERY
@@ -1431,6 +1432,7 @@ COMMENT ON FUNCTION public.sitemap_fold_robots_sites() IS 'Part of a fold: write
 
 CREATE FUNCTION public.sitemap_fold_windows() RETURNS void
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     since timestamptz;

@@ -107,7 +107,7 @@ BEGIN
     END IF;
     -- Without a robots text anywhere, the fold's sites need not be found
     -- (a million rows' took 0.15 s).
-    IF NOT EXISTS (SELECT 1 FROM sitemap_sites WHERE robots_txt IS NOT NULL) THEN
+    IF NOT EXISTS (SELECT 1 FROM sitemap_sites s WHERE s.robots_txt IS NOT NULL) THEN
         RETURN;
     END IF;
     RETURN QUERY

@@ -66,8 +66,12 @@ $$;
 COMMENT ON FUNCTION sitemap_window_reason(timestamptz, timestamptz, timestamptz) IS
 $$Why a row with this window is not listed at moment (not-yet-visible, no-longer-visible), or null when it is.$$;
 
+-- Both look rows up through the partial indexes alone: a table never
+-- analyzed (a bulk load, autovacuum behind) would be scanned whole.
 CREATE FUNCTION sitemap_fold_windows() RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off
+AS $$
 DECLARE
     since timestamptz;
     moment timestamptz := now();
@@ -118,7 +122,9 @@ COMMENT ON FUNCTION sitemap_fold_windows() IS
 $$Part of a fold, under its lock, before its rows are read: takes off their pages (or out of the left-out) the rows whose visibility window opened or closed since sitemap_fold_state.windows_through, to be placed again by this fold as the window now is, and writes their feed entries (added, removed) at that moment.$$;
 
 CREATE FUNCTION sitemap_fold_hide_kept() RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off
+AS $$
 DECLARE
     hidden bigint[];
 BEGIN
