@@ -10,6 +10,42 @@
 
 
 --
+-- Name: sitemap_apply_audit_changes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_apply_audit_changes() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    changed text[];
+    turned bigint[];
+BEGIN
+    WITH taken AS (DELETE FROM sitemap_audit_changes RETURNING site)
+    SELECT array_agg(site) INTO changed FROM taken;
+    IF changed IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(p.id) INTO turned
+    FROM sitemap_audits a
+    JOIN sitemap_urls u ON u.id = a.id
+    CROSS JOIN LATERAL sitemap_placement_of(a.id) p
+    WHERE a.site = ANY (changed)
+      AND (p.page IS NOT NULL) = (sitemap_audit_leaves_out(u.site, u.id, u.loc) IS NOT NULL)
+      AND (p.page IS NOT NULL OR p.skip_reason LIKE 'audit: %');
+    IF turned IS NOT NULL THEN
+        PERFORM sitemap_unplace(turned);
+    END IF;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_apply_audit_changes(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_apply_audit_changes() IS 'Part of a fold, under its lock: for the sites in sitemap_audit_changes, takes off their pages (or out of the left-out) the audited rows whose audit verdict the change turned, to be placed again.';
+
+
+--
 -- Name: sitemap_apply_deltas(text[], text[], integer[], bigint[], bigint[], bigint[], bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -84,6 +120,57 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_apply_site_changes() IS 'Part of a fold, under its lock: takes off their pages, to be placed again, the rows of the sites in sitemap_site_changes that were left out or that their base URL no longer admits.';
+
+
+--
+-- Name: sitemap_audit_due(text, interval, integer, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_audit_due(p_site text, p_interval interval, p_limit integer, p_after bigint) RETURNS TABLE(id bigint, loc text, updated_at timestamp with time zone, in_pass boolean)
+    LANGUAGE sql STABLE
+    AS $$
+    (SELECT u.id, u.loc, u.updated_at, true
+     FROM sitemap_urls u
+     WHERE u.site = p_site AND u.id > p_after
+       AND NOT EXISTS (SELECT 1 FROM sitemap_audits a
+                       WHERE a.id = u.id AND a.loc = u.loc AND a.row_updated_at >= u.updated_at)
+     ORDER BY u.id
+     LIMIT p_limit)
+    UNION ALL
+    (SELECT u.id, u.loc, u.updated_at, false
+     FROM sitemap_audits a JOIN sitemap_urls u ON u.id = a.id
+     WHERE a.site = p_site AND a.checked_at < now() - p_interval
+       AND a.loc = u.loc AND a.row_updated_at >= u.updated_at
+     ORDER BY a.checked_at
+     LIMIT p_limit)
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_audit_due(p_site text, p_interval interval, p_limit integer, p_after bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_audit_due(p_site text, p_interval interval, p_limit integer, p_after bigint) IS 'Up to p_limit rows of the site past id p_after never checked or changed since their check, in id order (in_pass), then up to p_limit whose check is older than p_interval, oldest first.';
+
+
+--
+-- Name: sitemap_audit_leaves_out(text, bigint, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_audit_leaves_out(p_site text, p_id bigint, p_loc text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT a.finding FROM sitemap_audits a JOIN sitemap_sites s ON s.site = a.site
+    WHERE a.id = p_id AND a.site = p_site AND a.loc = p_loc
+      AND s.audit AND a.finding = ANY (s.audit_leave_out)
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_audit_leaves_out(p_site text, p_id bigint, p_loc text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_audit_leaves_out(p_site text, p_id bigint, p_loc text) IS 'The finding of the row''s current check that its site''s audit_leave_out names, or null.';
 
 
 --
@@ -672,6 +759,36 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_fold_announce(skipped bigint[]) IS 'Step 3 of a fold: the ''added'' feed entries, for every row of sitemap_fold_unplaced but those skipped (left out) or placed again. Runs before the placements are written, which take rows out of sitemap_fold_unplaced; grouped by hashing rather than sorting. A fold of 10,000 rows or more, or one that finds entries kept, keeps them in sitemap_change_stash: a row per site, or per 10,000 ids for a site with more than 10,000.';
+
+
+--
+-- Name: sitemap_fold_audit_sites(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_audit_sites() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF to_regclass('pg_temp.sitemap_fold_audited') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_audited (site text PRIMARY KEY, leave_out text[] NOT NULL)
+            ON COMMIT DELETE ROWS;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM sitemap_sites s WHERE s.audit AND s.audit_leave_out <> '{}') THEN
+        RETURN;
+    END IF;
+    INSERT INTO sitemap_fold_audited (site, leave_out)
+    SELECT s.site, s.audit_leave_out
+    FROM (SELECT DISTINCT f.site FROM sitemap_fold_rows f) f
+    JOIN sitemap_sites s ON s.site = f.site
+    WHERE s.audit AND s.audit_leave_out <> '{}';
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_audit_sites(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_audit_sites() IS 'Part of a fold: writes to sitemap_fold_audited (a temporary table) the sites of the rows it read that leave audit findings out, with the findings.';
 
 
 --
@@ -2238,6 +2355,28 @@ COMMENT ON FUNCTION public.sitemap_sites_after_change() IS 'Announces a created,
 
 
 --
+-- Name: sitemap_sites_audit_changed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_sites_audit_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF (OLD.audit, OLD.audit_leave_out) IS DISTINCT FROM (NEW.audit, NEW.audit_leave_out) THEN
+        INSERT INTO sitemap_audit_changes (site) VALUES (NEW.site) ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_sites_audit_changed(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_sites_audit_changed() IS 'Queues a site whose audit or audit_leave_out changed in sitemap_audit_changes.';
+
+
+--
 -- Name: sitemap_sites_before_update(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2658,6 +2797,49 @@ $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_write_out_feed(after_id bigint, max_entries integer, OUT entries bigint, OUT through_id bigint) IS 'Writes the rows of sitemap_change_stash after after_id out to sitemap_changes, in order, oldest first, up to max_entries entries (one row at least); returns how many entries, and the last row written (null when none was), after which the next call goes on. Run by one writer at a time (it locks sitemap_feed_writer first): all of it or none, never ahead of an older row.';
+
+
+--
+-- Name: sitemap_audit_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_audit_changes (
+    site text NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_audit_changes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_audit_changes IS 'Sites whose audit or audit_leave_out changed: the next fold places again the rows whose verdict the change turned (sitemap_apply_audit_changes).';
+
+
+--
+-- Name: sitemap_audits; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_audits (
+    id bigint NOT NULL,
+    site text NOT NULL,
+    loc text NOT NULL,
+    row_updated_at timestamp with time zone NOT NULL,
+    checked_at timestamp with time zone NOT NULL,
+    status integer,
+    location text,
+    noindex boolean NOT NULL,
+    canonical text,
+    finding text NOT NULL,
+    detail text,
+    CONSTRAINT sitemap_audits_finding_check CHECK ((finding = ANY (ARRAY['ok'::text, 'redirect'::text, 'not-found'::text, 'gone'::text, 'noindex'::text, 'canonical-elsewhere'::text, 'error'::text])))
+);
+
+
+--
+-- Name: TABLE sitemap_audits; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_audits IS 'The last check of each audited URL (id is the row''s): the loc fetched and the row''s updated_at then (a change of either has it checked again), when, the status, a redirect''s Location, whether it said noindex, the canonical it named, and the finding: ok, redirect, not-found, gone, noindex, canonical-elsewhere, or error (any other status, or no answer within 10 s; detail says which). Written by the auditor alone.';
 
 
 --
@@ -3085,6 +3267,17 @@ CREATE TABLE public.sitemap_sites (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     robots_check text DEFAULT 'leave-out'::text NOT NULL,
     robots_check_agents text[] DEFAULT '{*,googlebot,bingbot}'::text[] NOT NULL,
+    audit boolean DEFAULT false NOT NULL,
+    audit_origin text,
+    audit_requests_per_second double precision DEFAULT 2 NOT NULL,
+    audit_user_agent text,
+    audit_interval interval DEFAULT '30 days'::interval NOT NULL,
+    audit_leave_out text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT sitemap_sites_audit_interval_length CHECK ((audit_interval >= '00:01:00'::interval)),
+    CONSTRAINT sitemap_sites_audit_leave_out_findings CHECK ((audit_leave_out <@ ARRAY['redirect'::text, 'not-found'::text, 'gone'::text, 'noindex'::text, 'canonical-elsewhere'::text])),
+    CONSTRAINT sitemap_sites_audit_origin_form CHECK (((audit_origin ~ '^https?://[^/?#@[:space:]]+$'::text) AND (audit_origin = lower(audit_origin)))),
+    CONSTRAINT sitemap_sites_audit_rate CHECK (((audit_requests_per_second > (0)::double precision) AND (audit_requests_per_second <= (10000)::double precision))),
+    CONSTRAINT sitemap_sites_audit_user_agent_text CHECK (((audit_user_agent ~ '^[ -~]+$'::text) AND (length(audit_user_agent) <= 256))),
     CONSTRAINT sitemap_sites_index_format_value CHECK ((index_format = ANY (ARRAY['xml'::text, 'xml.gz'::text]))),
     CONSTRAINT sitemap_sites_indexnow_key_rule CHECK ((indexnow_key ~ '^[A-Za-z0-9-]{8,128}$'::text)),
     CONSTRAINT sitemap_sites_origin_form CHECK (((origin ~ '^https?://[^/?#@[:space:]]+$'::text) AND (origin = lower(origin)))),
@@ -3185,6 +3378,48 @@ COMMENT ON COLUMN public.sitemap_sites.robots_check IS 'What a loc its host''s r
 --
 
 COMMENT ON COLUMN public.sitemap_sites.robots_check_agents IS 'The user agents each loc is checked for, as robots.txt groups name them.';
+
+
+--
+-- Name: COLUMN sitemap_sites.audit; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.audit IS 'Whether the site''s URLs are fetched from the live site and what they answer kept in sitemap_audits.';
+
+
+--
+-- Name: COLUMN sitemap_sites.audit_origin; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.audit_origin IS 'scheme://host[:port] the audit fetches through instead of the site''s origin (an internal address); null: the site''s own.';
+
+
+--
+-- Name: COLUMN sitemap_sites.audit_requests_per_second; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.audit_requests_per_second IS 'The most requests a second the audit sends the site.';
+
+
+--
+-- Name: COLUMN sitemap_sites.audit_user_agent; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.audit_user_agent IS 'The User-Agent of the audit''s requests; null: sitemapd-audit/VERSION.';
+
+
+--
+-- Name: COLUMN sitemap_sites.audit_interval; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.audit_interval IS 'How long an unchanged URL''s check holds before it is fetched again.';
+
+
+--
+-- Name: COLUMN sitemap_sites.audit_leave_out; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_sites.audit_leave_out IS 'Findings that leave a URL out of the sitemaps until a later check passes; empty: report only.';
 
 
 --
@@ -3381,6 +3616,22 @@ ALTER TABLE public.sitemap_urls ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDEN
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: sitemap_audit_changes sitemap_audit_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_audit_changes
+    ADD CONSTRAINT sitemap_audit_changes_pkey PRIMARY KEY (site);
+
+
+--
+-- Name: sitemap_audits sitemap_audits_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_audits
+    ADD CONSTRAINT sitemap_audits_pkey PRIMARY KEY (id);
 
 
 --
@@ -3624,6 +3875,20 @@ ALTER TABLE public.sitemap_urls
 
 
 --
+-- Name: sitemap_audits_site_checked; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_audits_site_checked ON public.sitemap_audits USING btree (site, checked_at);
+
+
+--
+-- Name: sitemap_audits_site_finding; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_audits_site_finding ON public.sitemap_audits USING btree (site, finding);
+
+
+--
 -- Name: sitemap_changes_committed_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3824,6 +4089,13 @@ CREATE TRIGGER sitemap_site_tokens_after_change AFTER INSERT OR DELETE OR UPDATE
 --
 
 CREATE TRIGGER sitemap_sites_after_change AFTER INSERT OR DELETE OR UPDATE ON public.sitemap_sites FOR EACH ROW EXECUTE FUNCTION public.sitemap_sites_after_change();
+
+
+--
+-- Name: sitemap_sites sitemap_sites_audit_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_sites_audit_changed AFTER UPDATE ON public.sitemap_sites FOR EACH ROW EXECUTE FUNCTION public.sitemap_sites_audit_changed();
 
 
 --

@@ -8,8 +8,9 @@
 #   windows: 10% of the rows written with a window open now (visible_from a day
 #            ago, visible_until in 30 days), so the same rows are listed.
 # Each run times one fold of every row by the `fold` command, in one batch
-# (as the service sizes its largest), then starts `sitemapd serve` and
-# times a cold crawl of the index and every page (.xml.gz) with curl.
+# (as the service sizes its largest), then starts `sitemapd serve` with no
+# page cache and times three crawls of the index's pages (.xml.gz) with
+# curl, every page built from the database each time.
 #
 #   scripts/bench_trust.sh [--rows N] [--runs N] BINARY
 #
@@ -87,13 +88,13 @@ run_binary() {
     shift
     local settings=(DATABASE_URL="$pg_base/sitemapd_trust_run" SITEMAPD_BASE_URL=http://localhost:8080/
                     SITEMAPD_FOLD_BATCH_ROWS="$rows" SITEMAPD_LISTEN="$listen"
-                    SITEMAPD_WARM_UP_INTERVAL_MS=0)
+                    SITEMAPD_WARM_UP_INTERVAL_MS=0 SITEMAPD_PAGE_CACHE_BYTES=0)
     [[ $variant == robots ]] && settings+=(SITEMAPD_ROBOTS_FILE="$work/robots.txt")
     # exec: a server started in the background is the process $! names.
     exec env "${settings[@]}" "$binary" "$@"
 }
 
-# One fold of every row, then a cold crawl: prints
+# One fold of every row, then three crawls: prints
 # "rows fold-seconds left-out pages crawl-seconds".
 timed_run() {
     local variant=$1 template=sitemapd_trust
@@ -111,8 +112,10 @@ timed_run() {
     local start pages
     start=$(date +%s.%N)
     pages=$(curl -sf "http://$listen/sitemap_index.xml" | grep -o '<loc>[^<]*</loc>' | sed 's/<[^>]*>//g')
-    for page in $pages; do
-        curl -sf -o /dev/null "http://$listen${page#http://localhost:8080}"
+    for pass in 1 2 3; do
+        for page in $pages; do
+            curl -sf -o /dev/null "http://$listen${page#http://localhost:8080}"
+        done
     done
     echo "$folded $left_out $(wc -w <<< "$pages") $(echo "$(date +%s.%N) - $start" | bc)"
     [[ -n $folded ]] || { echo "the fold printed nothing" >&2; exit 1; }
@@ -124,7 +127,7 @@ timed_run() {
 for run in $(seq 1 "$runs"); do
     for variant in plain robots windows; do
         read -r folded seconds left_out pages crawl <<< "$(timed_run "$variant")"
-        echo "run $run: $variant: fold of $folded rows: $seconds s, $left_out left out; cold crawl of $pages pages: $crawl s"
+        echo "run $run: $variant: fold of $folded rows: $seconds s, $left_out left out; 3 crawls of $pages pages: $crawl s"
     done
 done
 psql -q "$pg_base/postgres" -c "DROP DATABASE sitemapd_trust_run" -c "DROP DATABASE sitemapd_trust_windows" \

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::announce::{self, Announcers};
+use crate::audit::Auditor;
 use crate::changes::{self, Followers};
 use crate::config::Config;
 use crate::fold::Folder;
@@ -295,6 +296,8 @@ impl App {
             self.skip_report_interval,
         )));
         start(Box::pin(self.folder.clone().run()));
+        // Connections of its own: one holds the auditor's turn.
+        start(Box::pin(Auditor::new(state.store.with_own_pool(3)).run()));
         for servers in state.store.followed_servers() {
             start(Box::pin(servers.clone().follow(self.server_look_timeout)));
         }

@@ -71,6 +71,19 @@ pub struct Settings {
     /// The user agents the primary site's locs are checked for.
     #[serde(default)]
     pub robots_check_agents: Option<Vec<String>>,
+    /// The primary site's URL audit (see [`SiteSettings`]).
+    #[serde(default)]
+    pub audit: Option<bool>,
+    #[serde(default)]
+    pub audit_origin: Option<String>,
+    #[serde(default)]
+    pub audit_requests_per_second: Option<f64>,
+    #[serde(default)]
+    pub audit_user_agent: Option<String>,
+    #[serde(default)]
+    pub audit_interval: Option<String>,
+    #[serde(default)]
+    pub audit_leave_out: Option<Vec<String>>,
     /// More sites, by name (the rows' `site` column).
     #[serde(default)]
     pub sites: BTreeMap<String, SiteSettings>,
@@ -234,6 +247,18 @@ pub struct SiteSettings {
     pub robots_check: Option<RobotsCheck>,
     #[serde(default)]
     pub robots_check_agents: Option<Vec<String>>,
+    #[serde(default)]
+    pub audit: Option<bool>,
+    #[serde(default)]
+    pub audit_origin: Option<String>,
+    #[serde(default)]
+    pub audit_requests_per_second: Option<f64>,
+    #[serde(default)]
+    pub audit_user_agent: Option<String>,
+    #[serde(default)]
+    pub audit_interval: Option<String>,
+    #[serde(default)]
+    pub audit_leave_out: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -477,6 +502,12 @@ impl Settings {
             nested_index: None,
             robots_check: self.robots_check,
             robots_check_agents: self.robots_check_agents.clone(),
+            audit: self.audit,
+            audit_origin: self.audit_origin.clone(),
+            audit_requests_per_second: self.audit_requests_per_second,
+            audit_user_agent: self.audit_user_agent.clone(),
+            audit_interval: self.audit_interval.clone(),
+            audit_leave_out: self.audit_leave_out.clone(),
         };
         let mut sites = vec![primary.site(&self.site, "", self.site_defaults())?];
         for (name, extra) in &self.sites {
@@ -531,6 +562,12 @@ impl SiteSettings {
             nested_index: self.nested_index,
             robots_check: self.robots_check,
             robots_check_agents: self.robots_check_agents.clone(),
+            audit: self.audit,
+            audit_origin: self.audit_origin.clone(),
+            audit_requests_per_second: self.audit_requests_per_second,
+            audit_user_agent: self.audit_user_agent.clone(),
+            audit_interval: self.audit_interval.clone(),
+            audit_leave_out: self.audit_leave_out.clone(),
         };
         spec.site(name, defaults).map_err(|errors| {
             let first = &errors[0];

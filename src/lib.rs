@@ -21,6 +21,8 @@
 //!   record goes through, the write API's too) → `store::import`.
 //! - announce: [`announce`] (IndexNow pushes, index submissions) →
 //!   `store::push`.
+//! - audit: `audit` (fetching the audited sites' URLs from the live site,
+//!   and judging what they answer) → `store::audits`.
 //!
 //! Beside them: [`app`], the composition root that builds the service from
 //! its [`config`] and starts and stops its background tasks; [`site`], the
@@ -37,6 +39,7 @@
 
 pub(crate) mod announce;
 pub mod app;
+mod audit;
 mod changes;
 pub mod clock;
 pub mod config;

@@ -30,6 +30,12 @@ struct SiteLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FindingLabels {
+    site: String,
+    finding: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RobotsLabels {
     site: String,
     /// Whether the rows are listed (the site reports them) or left out.
@@ -84,6 +90,7 @@ pub(crate) struct Metrics {
     skipped_rows: Family<SiteLabels, Gauge>,
     lastmods_in_future: Family<SiteLabels, Gauge>,
     robots_disallowed: Family<RobotsLabels, Gauge>,
+    audit_urls: Family<FindingLabels, Gauge>,
     hreflang_cluster_problems: Gauge,
     pool: Family<PoolLabels, Gauge>,
     database_reads: Family<ReadLabels, Counter>,
@@ -155,6 +162,12 @@ impl Default for Metrics {
             "robots_disallowed",
             "Rows whose loc the site's robots.txt disallows for a checked agent: left out, or listed where the site reports them",
             robots_disallowed.clone(),
+        );
+        let audit_urls = Family::<FindingLabels, Gauge>::default();
+        registry.register(
+            "audit_urls",
+            "Audited URLs by what their last check against the live site found",
+            audit_urls.clone(),
         );
         let hreflang_cluster_problems = Gauge::default();
         registry.register(
@@ -294,6 +307,7 @@ impl Default for Metrics {
             skipped_rows,
             lastmods_in_future,
             robots_disallowed,
+            audit_urls,
             hreflang_cluster_problems,
             pool,
             database_reads,
@@ -468,6 +482,14 @@ impl Metrics {
                     .set(count);
             }
         }
+        if let Some(counts) = gauges.audit_urls {
+            self.audit_urls.clear();
+            for (site, finding, count) in counts {
+                self.audit_urls
+                    .get_or_create(&FindingLabels { site, finding })
+                    .set(count);
+            }
+        }
         if let Some(problems) = gauges.hreflang_cluster_problems {
             self.hreflang_cluster_problems.set(problems);
         }
@@ -493,6 +515,8 @@ pub(crate) struct Gauges {
     /// Rows robots.txt disallows per site and whether they are listed;
     /// `None` as for `skipped_rows`.
     pub(crate) robots_disallowed: Option<Vec<(String, bool, i64)>>,
+    /// Audited URLs per site and finding; `None` as for `skipped_rows`.
+    pub(crate) audit_urls: Option<Vec<(String, String, i64)>>,
     /// hreflang clusters with a problem; `None` as for `skipped_rows`.
     pub(crate) hreflang_cluster_problems: Option<i64>,
 }

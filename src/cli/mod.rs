@@ -63,7 +63,7 @@ enum Command {
     Token(token::Args),
     /// Create, change, remove and list the sites.
     #[command(subcommand)]
-    Sites(sites::Command),
+    Sites(Box<sites::Command>),
     /// Tell search engines now: send the IndexNow backlog without waiting,
     /// and submit each index to the submit_urls. Exit code 1 when an
     /// endpoint did not take what was sent.
@@ -101,7 +101,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(args) => return import::run(&config, args).await,
         Command::Health => health::run(config.settings.listen).await?,
         Command::Token(args) => token::run(&config, args).await?,
-        Command::Sites(command) => sites::run(&config, command).await?,
+        Command::Sites(command) => sites::run(&config, *command).await?,
         Command::Submit(args) => return submit::run(&config, args).await,
         Command::Fold => fold::run(&config).await?,
         Command::Demo(args) => demo::run(&config, args).await?,

@@ -116,6 +116,25 @@ pub(super) struct Settings {
     /// The user agents its locs are checked for, comma-separated.
     #[arg(long, value_delimiter = ',')]
     robots_check_agents: Option<Vec<String>>,
+    /// Whether its listed URLs are fetched from the live site and checked.
+    #[arg(long)]
+    audit: Option<bool>,
+    /// Where the audit fetches from instead of the site's origin ("" for
+    /// the site's own).
+    #[arg(long)]
+    audit_origin: Option<String>,
+    /// The audit's requests a second, at most.
+    #[arg(long)]
+    audit_requests_per_second: Option<f64>,
+    /// The audit's User-Agent ("" for the default).
+    #[arg(long)]
+    audit_user_agent: Option<String>,
+    /// How long an unchanged URL's check holds ("30d").
+    #[arg(long)]
+    audit_interval: Option<String>,
+    /// Findings that leave a URL out, comma-separated ("" for none).
+    #[arg(long, value_delimiter = ',')]
+    audit_leave_out: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -149,6 +168,24 @@ impl Settings {
         }
         if let Some(agents) = self.robots_check_agents {
             base.robots_check_agents = Some(agents);
+        }
+        if let Some(audit) = self.audit {
+            base.audit = Some(audit);
+        }
+        if let Some(origin) = self.audit_origin {
+            base.audit_origin = Some(origin).filter(|origin| !origin.is_empty());
+        }
+        if let Some(rate) = self.audit_requests_per_second {
+            base.audit_requests_per_second = Some(rate);
+        }
+        if let Some(agent) = self.audit_user_agent {
+            base.audit_user_agent = Some(agent).filter(|agent| !agent.is_empty());
+        }
+        if let Some(interval) = self.audit_interval {
+            base.audit_interval = Some(interval);
+        }
+        if let Some(findings) = self.audit_leave_out {
+            base.audit_leave_out = Some(findings.into_iter().filter(|f| !f.is_empty()).collect());
         }
         Ok(base)
     }

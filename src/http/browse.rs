@@ -410,6 +410,9 @@ fn skipped_table(groups: &[SkipGroup]) -> Markup {
                                 @if group.reason == "robots-disallowed-listed" {
                                     " (served: the site's robots_check is report)"
                                 }
+                                @if group.reason.starts_with("audit: ") {
+                                    " (what the live site answered)"
+                                }
                             }
                             td.n { (count(group.rows)) }
                             td {

@@ -208,7 +208,7 @@ async fn operators_view(
 
 async fn metrics(State(state): State<HttpState>) -> Response {
     let pool = state.store.pool();
-    let (skipped, in_future, robots, cluster_problems) = tokio::join!(
+    let (skipped, in_future, robots, audits, cluster_problems) = tokio::join!(
         tokio::time::timeout(
             std::time::Duration::from_secs(2),
             state.store.skipped_counts(),
@@ -223,6 +223,10 @@ async fn metrics(State(state): State<HttpState>) -> Response {
         ),
         tokio::time::timeout(
             std::time::Duration::from_secs(2),
+            state.store.audit_finding_counts(),
+        ),
+        tokio::time::timeout(
+            std::time::Duration::from_secs(2),
             state.store.cluster_problems(),
         ),
     );
@@ -233,6 +237,7 @@ async fn metrics(State(state): State<HttpState>) -> Response {
         skipped_rows: skipped.ok().and_then(Result::ok),
         lastmods_in_future: in_future.ok().and_then(Result::ok),
         robots_disallowed: robots.ok().and_then(Result::ok),
+        audit_urls: audits.ok().and_then(Result::ok),
         hreflang_cluster_problems: cluster_problems.ok().and_then(Result::ok),
     });
     let content_type =

@@ -8,6 +8,7 @@
 //! every replica current as they change.
 
 pub mod admin;
+pub mod audit;
 pub(crate) mod directory;
 pub mod moving;
 pub mod robots;
@@ -16,6 +17,7 @@ pub mod spec;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+pub use audit::AuditSettings;
 pub use directory::Directory;
 pub(crate) use directory::HostSites;
 pub use robots::RobotsCheck;
@@ -50,6 +52,8 @@ pub struct Site {
     pub(crate) robots_check: RobotsCheck,
     /// The user agents its locs are checked for.
     pub(crate) robots_check_agents: Vec<String>,
+    /// Whether and how its URLs are fetched from the live site.
+    pub audit: AuditSettings,
 }
 
 /// How the index is announced: `sitemap_index.xml` or its gzip file,
@@ -129,6 +133,7 @@ impl Site {
             nested_index: false,
             robots_check: RobotsCheck::default(),
             robots_check_agents: robots::DEFAULT_AGENTS.map(String::from).to_vec(),
+            audit: AuditSettings::default(),
         })
     }
 

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::audit::{self, AuditSettings};
 use super::robots::{self, RobotsCheck};
 use super::{IndexFormat, Site};
 use crate::sitemap::name::{SLUG_RULE, is_section_slug};
@@ -15,7 +16,7 @@ pub(crate) const MAX_ROBOTS_BYTES: usize = 512_000;
 
 /// A site's settings, as written: the body of `PUT /api/v1/sites/{name}`.
 /// A setting left out takes its default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SiteSpec {
     /// The public base URL every URL printed for the site is built from:
@@ -51,6 +52,30 @@ pub struct SiteSpec {
     #[serde(default)]
     #[schema(example = json!(["*", "googlebot", "bingbot"]))]
     pub robots_check_agents: Option<Vec<String>>,
+    /// Fetch its listed URLs from the live site and report what they
+    /// answer (default false).
+    #[serde(default)]
+    pub audit: Option<bool>,
+    /// Where the audit fetches from instead of the site's own origin, as
+    /// `scheme://host[:port]` (an internal address, say).
+    #[serde(default)]
+    pub audit_origin: Option<String>,
+    /// Requests a second at most (default 2).
+    #[serde(default)]
+    pub audit_requests_per_second: Option<f64>,
+    /// The audit's User-Agent (default `sitemapd-audit/VERSION`).
+    #[serde(default)]
+    pub audit_user_agent: Option<String>,
+    /// How long an unchanged URL's check holds before it is fetched
+    /// again (default `"30d"`).
+    #[serde(default)]
+    #[schema(example = "30d")]
+    pub audit_interval: Option<String>,
+    /// Findings that leave a URL out of the sitemaps until a later check
+    /// passes, among `redirect`, `not-found`, `gone`, `noindex` and
+    /// `canonical-elsewhere` (default none: report only).
+    #[serde(default)]
+    pub audit_leave_out: Option<Vec<String>>,
 }
 
 /// What a site that does not say takes: the service's `index_format` and
@@ -115,6 +140,40 @@ impl SiteSpec {
         {
             error("robots_check_agents", &format!("{agents:?}"), problem);
         }
+        let mut audit_settings = AuditSettings {
+            enabled: self.audit.unwrap_or(false),
+            ..AuditSettings::default()
+        };
+        if let Some(origin) = &self.audit_origin {
+            match audit::origin_problem(origin) {
+                Some(problem) => error("audit_origin", origin, problem),
+                None => audit_settings.origin = Some(audit::normal_origin(origin)),
+            }
+        }
+        if let Some(rate) = self.audit_requests_per_second {
+            match audit::rate_problem(rate) {
+                Some(problem) => error("audit_requests_per_second", &rate.to_string(), problem),
+                None => audit_settings.requests_per_second = rate,
+            }
+        }
+        if let Some(agent) = &self.audit_user_agent {
+            match audit::user_agent_problem(agent) {
+                Some(problem) => error("audit_user_agent", agent, problem),
+                None => audit_settings.user_agent = Some(agent.clone()),
+            }
+        }
+        if let Some(interval) = &self.audit_interval {
+            match audit::parse_interval(interval) {
+                Ok(parsed) => audit_settings.interval = parsed,
+                Err(problem) => error("audit_interval", interval, problem),
+            }
+        }
+        if let Some(leave_out) = &self.audit_leave_out {
+            match audit::leave_out_problem(leave_out) {
+                Some(problem) => error("audit_leave_out", &format!("{leave_out:?}"), problem),
+                None => audit_settings.leave_out.clone_from(leave_out),
+            }
+        }
         if let Some(key) = &self.indexnow_key
             && !is_indexnow_key(key)
         {
@@ -134,6 +193,7 @@ impl SiteSpec {
                 if let Some(agents) = &self.robots_check_agents {
                     site.robots_check_agents.clone_from(agents);
                 }
+                site.audit = audit_settings;
                 Ok(site)
             }
             _ => Err(errors),
@@ -151,6 +211,14 @@ impl SiteSpec {
             nested_index: Some(site.nested_index),
             robots_check: Some(site.robots_check),
             robots_check_agents: Some(site.robots_check_agents.clone()),
+            audit: Some(site.audit.enabled),
+            audit_origin: site.audit.origin.clone(),
+            audit_requests_per_second: Some(site.audit.requests_per_second),
+            audit_user_agent: site.audit.user_agent.clone(),
+            audit_interval: Some(
+                humantime_serde::re::humantime::format_duration(site.audit.interval).to_string(),
+            ),
+            audit_leave_out: Some(site.audit.leave_out.clone()),
         }
     }
 }

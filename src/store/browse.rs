@@ -190,6 +190,19 @@ impl Store {
                                ORDER BY q.id LIMIT $2) x) e
                      WHERE n.rows > 0
                      UNION ALL
+                     SELECT 'audit: ' || n.finding, n.rows, e.examples, e.example_rules
+                     FROM (SELECT finding, count(*) AS rows FROM sitemap_audits
+                           WHERE site = $1 AND finding <> 'ok' GROUP BY finding) n
+                     CROSS JOIN LATERAL (
+                         SELECT array_agg(x.loc ORDER BY x.id) AS examples,
+                                array_agg(x.said ORDER BY x.id) AS example_rules
+                         FROM (SELECT a.id, a.loc,
+                                      concat_ws(' ', a.status::text, '→ ' || a.location,
+                                                'canonical ' || a.canonical, a.detail) AS said
+                               FROM sitemap_audits a
+                               WHERE a.site = $1 AND a.finding = n.finding
+                               ORDER BY a.id LIMIT $2) x) e
+                     UNION ALL
                      SELECT 'lastmod-in-future', n.rows,
                             ARRAY(SELECT u.loc FROM sitemap_lastmod_clamps c
                                   JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod

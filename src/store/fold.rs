@@ -257,6 +257,9 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         .execute(&mut *conn)
         .await?;
     robots::judge_changed_sites(conn).await?;
+    sqlx::query("SELECT sitemap_apply_audit_changes()")
+        .execute(&mut *conn)
+        .await?;
     // Rows whose visibility window opened or closed since the last fold.
     sqlx::query("SELECT sitemap_fold_windows()")
         .execute(&mut *conn)
@@ -272,6 +275,9 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         .execute(&mut *conn)
         .await?;
     let judges = robots::fold_judges(conn).await?;
+    sqlx::query("SELECT sitemap_fold_audit_sites()")
+        .execute(&mut *conn)
+        .await?;
     let unplaced = read_unplaced(conn, &judges).await?;
     let limits = limits(conn).await?;
     let tails = tails(conn, &unplaced.sections).await?;
@@ -456,10 +462,17 @@ async fn read_unplaced(
             "COPY (SELECT u.id, u.site, u.section, u.loc_hash, u.bytes, nullif(u.images, 0),
                           nullif(u.videos, 0), nullif(u.alternates, 0), u.cluster,
                           coalesce(u.skip_reason,
-                                   sitemap_window_reason(w.visible_from, w.visible_until, now())),
+                                   sitemap_window_reason(w.visible_from, w.visible_until, now()),
+                                   CASE WHEN k.site IS NOT NULL THEN
+                                       (SELECT 'audit: ' || a.finding FROM sitemap_audits a
+                                        WHERE a.id = u.id AND a.loc = u.loc
+                                          AND a.finding = ANY (k.leave_out))
+                                   END),
                           CASE WHEN j.site IS NOT NULL THEN u.loc END
                    FROM sitemap_fold_unplaced u
                    LEFT JOIN sitemap_fold_judged j ON j.site = u.site
+                   -- the sites that leave audit findings out
+                   LEFT JOIN sitemap_fold_audited k ON k.site = u.site
                    -- the rows with a window, through their partial indexes
                    LEFT JOIN (SELECT id, visible_from, visible_until FROM sitemap_urls
                               WHERE visible_from IS NOT NULL OR visible_until IS NOT NULL) w

@@ -20,6 +20,7 @@ use crate::config::Settings;
 use crate::site::Site;
 use crate::sitemap::name::NEWS_SECTION;
 
+mod audits;
 mod binary_copy;
 mod browse;
 mod fold;
@@ -34,6 +35,7 @@ mod servers;
 mod sites;
 mod turn;
 
+pub(crate) use audits::{AuditRecord, DueRow};
 pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub(crate) use import::ImportCounts;
@@ -820,6 +822,15 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT site, page IS NOT NULL, count(*) FROM sitemap_placements
              WHERE robots_rule IS NOT NULL GROUP BY 1, 2",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Audited URLs per site and finding.
+    pub(crate) async fn audit_finding_counts(&self) -> Result<Vec<(String, String, i64)>, Error> {
+        Ok(sqlx::query_as(
+            "SELECT site, finding, count(*) FROM sitemap_audits GROUP BY site, finding",
         )
         .fetch_all(&self.pool)
         .await?)

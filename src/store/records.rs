@@ -48,6 +48,8 @@ pub(crate) struct SiteStats {
     pub(crate) sections: Vec<SectionStats>,
     /// Articles its news sitemaps list now.
     pub(crate) news_articles: i64,
+    /// Its audited URLs, by finding.
+    pub(crate) audit: BTreeMap<String, i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,6 +228,13 @@ async fn stats_on(
     .bind(site)
     .fetch_one(&mut *tx)
     .await?;
+    let audit: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT site, finding, count(*) FROM sitemap_audits
+         WHERE $1::text IS NULL OR site = $1 GROUP BY site, finding",
+    )
+    .bind(site)
+    .fetch_all(&mut *tx)
+    .await?;
     let news: Vec<(String, i64)> = sqlx::query_as(
         "SELECT site, sum(url_count)::bigint FROM sitemap_news_files
          WHERE $1::text IS NULL OR site = $1 GROUP BY site",
@@ -248,7 +257,7 @@ async fn stats_on(
         examples,
     };
     Ok((
-        group_stats(pages, skipped, in_future, robots_disallowed, news),
+        group_stats(pages, skipped, in_future, robots_disallowed, audit, news),
         clusters,
     ))
 }
@@ -266,6 +275,7 @@ fn group_stats(
     skipped: Vec<(String, String, i64)>,
     in_future: Vec<(String, String, i64)>,
     robots_disallowed: Vec<(String, String, i64)>,
+    audit: Vec<(String, String, i64)>,
     news: Vec<(String, i64)>,
 ) -> Vec<SiteStats> {
     type Sections = BTreeMap<String, SectionStats>;
@@ -300,10 +310,15 @@ fn group_stats(
         section(&mut sites, site, name).robots_disallowed = count;
     }
     let news: BTreeMap<String, i64> = news.into_iter().collect();
+    let mut audits: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    for (site, finding, count) in audit {
+        audits.entry(site).or_default().insert(finding, count);
+    }
     sites
         .into_iter()
         .map(|(site, sections)| SiteStats {
             news_articles: news.get(&site).copied().unwrap_or(0),
+            audit: audits.remove(&site).unwrap_or_default(),
             site,
             sections: sections.into_values().collect(),
         })

@@ -7,13 +7,15 @@
 use time::OffsetDateTime;
 
 use super::{Error, Store};
-use crate::site::{IndexFormat, RobotsCheck, Site};
+use crate::site::{AuditSettings, IndexFormat, RobotsCheck, Site};
 
 /// The columns a [`Site`] is read from.
 macro_rules! site_columns {
     () => {
         "site, origin, path_prefix, robots_txt, include_subfolder_sites, \
          indexnow_key, index_format, nested_index, robots_check, robots_check_agents, \
+         audit, audit_origin, audit_requests_per_second, audit_user_agent, \
+         extract(epoch FROM audit_interval)::float8 AS audit_interval_seconds, audit_leave_out, \
          created_at, updated_at"
     };
 }
@@ -38,6 +40,12 @@ struct SiteRow {
     nested_index: bool,
     robots_check: String,
     robots_check_agents: Vec<String>,
+    audit: bool,
+    audit_origin: Option<String>,
+    audit_requests_per_second: f64,
+    audit_user_agent: Option<String>,
+    audit_interval_seconds: f64,
+    audit_leave_out: Vec<String>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
 }
@@ -69,6 +77,15 @@ impl SiteRow {
         site.nested_index = self.nested_index;
         site.robots_check = RobotsCheck::parse(&self.robots_check).unwrap_or_default();
         site.robots_check_agents = self.robots_check_agents;
+        site.audit = AuditSettings {
+            enabled: self.audit,
+            origin: self.audit_origin,
+            requests_per_second: self.audit_requests_per_second,
+            user_agent: self.audit_user_agent,
+            interval: std::time::Duration::try_from_secs_f64(self.audit_interval_seconds)
+                .unwrap_or(AuditSettings::default().interval),
+            leave_out: self.audit_leave_out,
+        };
         Some(StoredSite {
             site,
             created_at: self.created_at,
@@ -123,6 +140,22 @@ impl Store {
                 .fetch_all(&self.pool),
             )
             .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(SiteRow::stored)
+            .map(|s| s.site)
+            .collect())
+    }
+
+    /// The sites whose URLs are audited.
+    pub(crate) async fn audited_sites(&self) -> Result<Vec<Site>, Error> {
+        let rows: Vec<SiteRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            site_columns!(),
+            " FROM sitemap_sites WHERE audit ORDER BY site"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows
             .into_iter()
             .filter_map(SiteRow::stored)
@@ -272,23 +305,32 @@ impl Store {
         let written: Option<bool> = sqlx::query_scalar(
             "INSERT INTO sitemap_sites AS s (site, origin, path_prefix, robots_txt,
                  include_subfolder_sites, indexnow_key, index_format, nested_index,
-                 robots_check, robots_check_agents)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                 robots_check, robots_check_agents, audit, audit_origin,
+                 audit_requests_per_second, audit_user_agent, audit_interval, audit_leave_out)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                     make_interval(secs => $15), $16)
              ON CONFLICT (site) DO UPDATE SET
                  origin = excluded.origin, path_prefix = excluded.path_prefix,
                  robots_txt = excluded.robots_txt,
                  include_subfolder_sites = excluded.include_subfolder_sites,
                  indexnow_key = excluded.indexnow_key, index_format = excluded.index_format,
                  nested_index = excluded.nested_index, robots_check = excluded.robots_check,
-                 robots_check_agents = excluded.robots_check_agents
+                 robots_check_agents = excluded.robots_check_agents, audit = excluded.audit,
+                 audit_origin = excluded.audit_origin,
+                 audit_requests_per_second = excluded.audit_requests_per_second,
+                 audit_user_agent = excluded.audit_user_agent,
+                 audit_interval = excluded.audit_interval, audit_leave_out = excluded.audit_leave_out
              WHERE (s.origin, s.path_prefix, s.robots_txt, s.include_subfolder_sites,
                     s.indexnow_key, s.index_format, s.nested_index, s.robots_check,
-                    s.robots_check_agents)
+                    s.robots_check_agents, s.audit, s.audit_origin, s.audit_requests_per_second,
+                    s.audit_user_agent, s.audit_interval, s.audit_leave_out)
                    IS DISTINCT FROM
                    (excluded.origin, excluded.path_prefix, excluded.robots_txt,
                     excluded.include_subfolder_sites, excluded.indexnow_key,
                     excluded.index_format, excluded.nested_index, excluded.robots_check,
-                    excluded.robots_check_agents)
+                    excluded.robots_check_agents, excluded.audit, excluded.audit_origin,
+                    excluded.audit_requests_per_second, excluded.audit_user_agent,
+                    excluded.audit_interval, excluded.audit_leave_out)
              RETURNING xmax = 0",
         )
         .bind(&site.name)
@@ -301,6 +343,12 @@ impl Store {
         .bind(site.nested_index)
         .bind(site.robots_check.as_str())
         .bind(&site.robots_check_agents)
+        .bind(site.audit.enabled)
+        .bind(&site.audit.origin)
+        .bind(site.audit.requests_per_second)
+        .bind(&site.audit.user_agent)
+        .bind(site.audit.interval.as_secs_f64())
+        .bind(&site.audit.leave_out)
         .fetch_optional(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -478,6 +526,7 @@ fn differences(stored: &Site, wanted: &Site) -> Vec<&'static str> {
             "robots_check_agents",
             stored.robots_check_agents != wanted.robots_check_agents,
         ),
+        ("audit", stored.audit != wanted.audit),
     ]
     .into_iter()
     .filter_map(|(field, differs)| differs.then_some(field))

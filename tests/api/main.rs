@@ -1,6 +1,7 @@
 //! Integration tests: the real server on a random loopback port, over a
 //! fresh PostgreSQL database per test (`#[sqlx::test]`, migrations applied).
 
+mod audit;
 mod browser;
 mod caching;
 mod cells;

@@ -80,6 +80,30 @@ impl Nginx {
         .await
     }
 
+    /// nginx with a whole configuration of the test's own, which
+    /// `config_of` writes given the port and nginx's directory (where
+    /// `files` are written first, by name).
+    pub(crate) async fn launch_config(
+        files: &[(&str, Vec<u8>)],
+        config_of: impl FnOnce(u16, &Path) -> String,
+    ) -> Nginx {
+        Nginx::launch(
+            |port, dir| {
+                for (name, bytes) in files {
+                    std::fs::write(dir.join(name), bytes).expect("write a file nginx reads");
+                }
+                config_of(port, dir)
+            },
+            false,
+        )
+        .await
+    }
+
+    /// nginx's directory: its configuration, files and logs.
+    pub(crate) fn prefix(&self) -> &Path {
+        self.prefix.path()
+    }
+
     async fn run(rewrite: impl FnOnce(&str, u16, &Path) -> String) -> Nginx {
         Nginx::run_sample("config/nginx.conf", &[], rewrite).await
     }

@@ -161,6 +161,9 @@ pub(super) struct SiteView {
     pub(crate) extensions: ExtensionCounts,
     /// Articles in its news sitemaps: those of the last 48 hours.
     pub(crate) news_articles: i64,
+    /// Its audited URLs by what their last check found (`ok`, `redirect`,
+    /// `not-found`, `gone`, `noindex`, `canonical-elsewhere`, `error`).
+    pub(crate) audit: std::collections::BTreeMap<String, i64>,
     pub(crate) sections: Vec<SectionView>,
 }
 
@@ -237,6 +240,7 @@ impl Stats {
                     robots_disallowed: sections.iter().map(|s| s.robots_disallowed).sum(),
                     extensions: sections.iter().map(|s| s.extensions).sum(),
                     news_articles: site.news_articles,
+                    audit: site.audit,
                     site: site.site,
                     sections,
                 }

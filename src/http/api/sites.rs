@@ -234,6 +234,19 @@ fn spec_of(bytes: &[u8]) -> Result<SiteSpec, Problem> {
         Some(Value::String(text)) => Ok(Some(text)),
         Some(other) => Err(wrong(field, "a string", &other)),
     };
+    let strings = |field: &str, value: Option<Value>| match value {
+        None => Ok(None),
+        Some(value) => value
+            .as_array()
+            .and_then(|items| {
+                items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<String>>>()
+            })
+            .map(Some)
+            .ok_or_else(|| wrong(field, "an array of strings", &value)),
+    };
     let boolean = |field: &str, value: Option<Value>| match value {
         None => Ok(None),
         Some(Value::Bool(flag)) => Ok(Some(flag)),
@@ -269,20 +282,20 @@ fn spec_of(bytes: &[u8]) -> Result<SiteSpec, Problem> {
                 )
             })?),
         },
-        robots_check_agents: match take("robots_check_agents") {
+        robots_check_agents: strings("robots_check_agents", take("robots_check_agents"))?,
+        audit: boolean("audit", take("audit"))?,
+        audit_origin: string("audit_origin", take("audit_origin"))?,
+        audit_requests_per_second: match take("audit_requests_per_second") {
             None => None,
             Some(value) => Some(
                 value
-                    .as_array()
-                    .and_then(|agents| {
-                        agents
-                            .iter()
-                            .map(|agent| agent.as_str().map(str::to_owned))
-                            .collect::<Option<Vec<String>>>()
-                    })
-                    .ok_or_else(|| wrong("robots_check_agents", "an array of strings", &value))?,
+                    .as_f64()
+                    .ok_or_else(|| wrong("audit_requests_per_second", "a number", &value))?,
             ),
         },
+        audit_user_agent: string("audit_user_agent", take("audit_user_agent"))?,
+        audit_interval: string("audit_interval", take("audit_interval"))?,
+        audit_leave_out: strings("audit_leave_out", take("audit_leave_out"))?,
     };
     if let Some(unknown) = first_key(&fields) {
         return Err(malformed(format!(
@@ -294,7 +307,9 @@ fn spec_of(bytes: &[u8]) -> Result<SiteSpec, Problem> {
 
 /// The settings a site's body may give.
 const SETTINGS: &str = "base_url, robots_txt, include_subfolder_sites, indexnow_key, \
-                        index_format, nested_index, robots_check, robots_check_agents";
+                        index_format, nested_index, robots_check, robots_check_agents, audit, \
+                        audit_origin, audit_requests_per_second, audit_user_agent, \
+                        audit_interval, audit_leave_out";
 
 fn first_key(fields: &Map<String, Value>) -> Option<&str> {
     fields.keys().next().map(String::as_str)
