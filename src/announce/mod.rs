@@ -102,20 +102,23 @@ pub(crate) fn client() -> reqwest::Client {
     let roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("ring supports the default TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
     reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
+        .tls_backend_preconfigured(tls_config(roots))
         .user_agent(concat!("sitemapd/", env!("CARGO_PKG_VERSION")))
         .timeout(REQUEST_TIMEOUT)
         .connect_timeout(CONNECT_TIMEOUT)
         .build()
         .expect("a client with a preconfigured rustls backend builds")
+}
+
+/// rustls over ring, trusting `roots`, for a client's preconfigured
+/// backend.
+pub(crate) fn tls_config(roots: rustls::RootCertStore) -> rustls::ClientConfig {
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
 }
 
 /// What `Retry-After` asks for (seconds, or an HTTP date), capped.

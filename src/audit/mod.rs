@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::task::JoinSet;
 use url::Url;
 
@@ -218,15 +217,8 @@ fn client() -> reqwest::Client {
         tracing::warn!("audit: no platform root certificates found; using Mozilla's");
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("ring supports the default TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
     reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
+        .tls_backend_preconfigured(crate::announce::tls_config(roots))
         .redirect(reqwest::redirect::Policy::none())
         .timeout(REQUEST_TIMEOUT)
         .connect_timeout(REQUEST_TIMEOUT)
@@ -286,19 +278,19 @@ async fn fetch(client: &reqwest::Client, site: &Site, loc: &Url, target: Url) ->
         // Through another address, the site's own host still names it.
         request = request.header(reqwest::header::HOST, loc.host_str().unwrap_or_default());
     }
-    let response = match request.send().await {
+    let mut response = match request.send().await {
         Ok(response) => response,
         Err(error) => return Checked::failed(describe(&error)),
     };
     let (status, headers) = (response.status().as_u16(), response.headers().clone());
     let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
     while body.len() < MAX_BODY_BYTES {
-        match stream.next().await {
-            Some(Ok(chunk)) => body.extend_from_slice(&chunk),
-            Some(Err(error)) if body.is_empty() => return Checked::failed(describe(&error)),
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) => break,
+            Err(error) if body.is_empty() => return Checked::failed(describe(&error)),
             // What arrived before a cut or the time limit is judged.
-            Some(Err(_)) | None => break,
+            Err(_) => break,
         }
     }
     body.truncate(MAX_BODY_BYTES);

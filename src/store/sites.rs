@@ -94,6 +94,14 @@ impl SiteRow {
     }
 }
 
+/// The sites `rows` describe that can be served.
+fn served(rows: Vec<SiteRow>) -> Vec<Site> {
+    rows.into_iter()
+        .filter_map(SiteRow::stored)
+        .map(|s| s.site)
+        .collect()
+}
+
 /// What writing a site did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
@@ -140,11 +148,7 @@ impl Store {
                 .fetch_all(&self.pool),
             )
             .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(SiteRow::stored)
-            .map(|s| s.site)
-            .collect())
+        Ok(served(rows))
     }
 
     /// The sites whose URLs are audited.
@@ -156,11 +160,7 @@ impl Store {
         ))
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(SiteRow::stored)
-            .map(|s| s.site)
-            .collect())
+        Ok(served(rows))
     }
 
     /// The site `name`, if there is one.
