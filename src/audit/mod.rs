@@ -12,7 +12,7 @@
 pub(crate) mod page;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -42,7 +42,9 @@ const SITE_IDLE: Duration = Duration::from_secs(60);
 pub(crate) struct Auditor {
     /// A pool of its own.
     pub(crate) store: Store,
-    client: reqwest::Client,
+    /// Made when a site is first audited: loading the platform's roots
+    /// is for services that audit.
+    client: Arc<OnceLock<reqwest::Client>>,
     /// Per site: how far its pass over never-checked rows has gone, and
     /// when it may next be looked at.
     passes: Arc<Mutex<HashMap<String, Pass>>>,
@@ -58,7 +60,7 @@ impl Auditor {
     pub(crate) fn new(store: Store) -> Auditor {
         Auditor {
             store,
-            client: client(),
+            client: Arc::default(),
             passes: Arc::default(),
         }
     }
@@ -147,10 +149,7 @@ impl Auditor {
         }
         let leaves_out = !site.audit.leave_out.is_empty();
         let site = Arc::new(site);
-        // Request n goes at n / rate seconds at the earliest: never more
-        // than the rate over any stretch, at rates above the timer's
-        // millisecond too.
-        let started = tokio::time::Instant::now();
+        let mut pace = Pace::new(rate);
         let mut fetches = JoinSet::new();
         let mut done = Vec::with_capacity(RECORD_BATCH);
         let total = due.len();
@@ -160,8 +159,9 @@ impl Auditor {
                     done.push(record);
                 }
             }
-            tokio::time::sleep_until(started + Duration::from_secs_f64(n as f64 / rate)).await;
-            let (client, target) = (self.client.clone(), Arc::clone(&site));
+            pace.next(n).await;
+            let client = self.client.get_or_init(client).clone();
+            let target = Arc::clone(&site);
             fetches.spawn(async move { check(&client, &target, row).await });
             while let Some(Ok(record)) = fetches.try_join_next() {
                 done.push(record);
@@ -203,6 +203,49 @@ impl Auditor {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         passes.insert(site.to_owned(), pass);
+    }
+}
+
+/// When each request of a round may go: request n at n / rate seconds at
+/// the earliest, spread evenly at rates above the timer's millisecond too,
+/// and never more than the rate within any window (a second, or 1 / rate
+/// below one a second), however a stall bunches the ones behind it.
+struct Pace {
+    started: tokio::time::Instant,
+    rate: f64,
+    window: Duration,
+    most: usize,
+    sent: std::collections::VecDeque<tokio::time::Instant>,
+}
+
+impl Pace {
+    fn new(rate: f64) -> Pace {
+        let window = Duration::from_secs_f64((1.0 / rate).max(1.0));
+        let most = ((rate * window.as_secs_f64()).floor() as usize).max(1);
+        Pace {
+            started: tokio::time::Instant::now(),
+            rate,
+            window,
+            most,
+            sent: std::collections::VecDeque::with_capacity(most),
+        }
+    }
+
+    /// Waits until request `n` may go, and counts it as sent.
+    async fn next(&mut self, n: usize) {
+        tokio::time::sleep_until(self.started + Duration::from_secs_f64(n as f64 / self.rate))
+            .await;
+        if self.sent.len() == self.most
+            && let Some(&oldest) = self.sent.front()
+        {
+            tokio::time::sleep_until(oldest + self.window).await;
+            self.sent.pop_front();
+        }
+        let now = tokio::time::Instant::now();
+        while self.sent.front().is_some_and(|&at| at + self.window <= now) {
+            self.sent.pop_front();
+        }
+        self.sent.push_back(now);
     }
 }
 

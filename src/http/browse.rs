@@ -54,6 +54,8 @@ pub(super) struct ViewQuery {
     loc: Option<String>,
     /// On the operators' listener: which site (default: the primary one).
     site: Option<String>,
+    /// For operators: the URLs whose audit found this (`not-found`, …).
+    finding: Option<String>,
 }
 
 impl ViewQuery {
@@ -110,6 +112,32 @@ pub(super) async fn view(
     links: Links<'_>,
     request: &HeaderMap,
 ) -> Result<Response, HttpError> {
+    let screen = match query.screen.as_deref() {
+        None => 1,
+        Some(text) => text
+            .parse::<i64>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| {
+                HttpError::BadRequest(format!("screen={text:?}: a screen number, from 1"))
+            })?,
+    };
+    if let Some(finding) = query.finding.as_deref() {
+        if audience != Audience::Operator {
+            return Err(HttpError::BadRequest(
+                "finding=: the audit's findings are shown to operators".into(),
+            ));
+        }
+        let document = audit_view(state, site, finding, screen, links).await?;
+        return Ok(respond(
+            state,
+            StatusCode::OK,
+            document,
+            None,
+            audience,
+            request,
+        ));
+    }
     let (status, document, changed) = match query.page.as_deref() {
         Some(page) => {
             let name = PageName::parse(&format!("{page}.xml"))
@@ -119,16 +147,6 @@ pub(super) async fn view(
                         "page={page:?}: not a sitemap's name (e.g. sitemap-1, sitemap-blog-2, sitemap_news)"
                     ))
                 })?;
-            let screen = match query.screen.as_deref() {
-                None => 1,
-                Some(text) => text
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| {
-                        HttpError::BadRequest(format!("screen={text:?}: a screen number, from 1"))
-                    })?,
-            };
             let (document, changed) = page_view(state, site, &name, screen, links).await?;
             (StatusCode::OK, document, Some(changed))
         }
@@ -250,7 +268,7 @@ async fn overview(
         }
         h2 { "Left out" }
         @match &skipped {
-            Some(groups) => (skipped_table(groups)),
+            Some(groups) => (skipped_table(groups, links)),
             None => p.note {
                 "Rows left out of the sitemaps, and why, are shown with an API token "
                 "(Authorization: Bearer …) or on the operators' listener (metrics_listen)."
@@ -391,7 +409,59 @@ fn news_table(site: &Site, news: &[NewsFile], links: Links<'_>) -> Markup {
     }
 }
 
-fn skipped_table(groups: &[SkipGroup]) -> Markup {
+/// One screen of the URLs whose last audit found `finding`, with what
+/// each answered.
+async fn audit_view(
+    state: &HttpState,
+    site: &Site,
+    finding: &str,
+    screen: i64,
+    links: Links<'_>,
+) -> Result<Markup, HttpError> {
+    let first = (screen - 1) * SCREEN_URLS;
+    let (total, checks) = state
+        .store
+        .audited_urls(&site.name, finding, first, SCREEN_URLS)
+        .await?;
+    let screens = ((total + SCREEN_URLS - 1) / SCREEN_URLS).max(1);
+    if screen > screens {
+        return Err(HttpError::NotFound);
+    }
+    let body = html! {
+        h1 { "Audit: " (finding) }
+        p.lead {
+            (count(total)) " URLs of " a href=(links.view(&[])) { (site.base_url) }
+            " whose last check found " code { (finding) } "."
+        }
+        table {
+            thead { tr { th { "URL" } th.n { "Status" } th { "Answer" } th.t { "Checked" } } }
+            tbody {
+                @for check in &checks {
+                    tr {
+                        td { code { (check.loc) } }
+                        td.n { @if let Some(status) = check.status { (status) } }
+                        td { (check.said) }
+                        td.t { (datetime(check.checked_at)) }
+                    }
+                }
+            }
+        }
+        @if screens > 1 {
+            p {
+                "Screen " (screen) " of " (screens) ". "
+                @if screen > 1 {
+                    a href=(links.view(&[("finding", finding), ("screen", &(screen - 1).to_string())])) { "previous" } " "
+                }
+                @if screen < screens {
+                    a href=(links.view(&[("finding", finding), ("screen", &(screen + 1).to_string())])) { "next" }
+                }
+            }
+        }
+    };
+    Ok(document(&format!("Audit: {finding}"), site, &body))
+}
+
+fn skipped_table(groups: &[SkipGroup], links: Links<'_>) -> Markup {
     html! {
         @if groups.is_empty() {
             p { "No rows are left out." }
@@ -410,8 +480,10 @@ fn skipped_table(groups: &[SkipGroup]) -> Markup {
                                 @if group.reason == "robots-disallowed-listed" {
                                     " (served: the site's robots_check is report)"
                                 }
-                                @if group.reason.starts_with("audit: ") {
-                                    " (what the live site answered)"
+                                @if let Some(finding) = group.reason.strip_prefix("audit: ") {
+                                    " (what the live site answered; "
+                                    a href=(links.view(&[("finding", finding)])) { "all of them" }
+                                    ")"
                                 }
                             }
                             td.n { (count(group.rows)) }

@@ -19,6 +19,16 @@ pub(crate) struct DueRow {
     pub(crate) in_pass: bool,
 }
 
+/// An audited URL, as the operators' view lists it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct AuditedUrl {
+    pub(crate) loc: String,
+    pub(crate) status: Option<i32>,
+    pub(crate) checked_at: OffsetDateTime,
+    /// Its Location, canonical, noindex and why a check failed, as text.
+    pub(crate) said: String,
+}
+
 /// One check, as kept.
 #[derive(Debug, Clone)]
 pub(crate) struct AuditRecord {
@@ -105,6 +115,38 @@ impl Store {
         }
         tx.commit().await?;
         held.release().await
+    }
+
+    /// How many of the site's URLs the finding holds, and `limit` of them
+    /// from the `offset`th, in id order, with what each answered.
+    pub(crate) async fn audited_urls(
+        &self,
+        site: &str,
+        finding: &str,
+        offset: i64,
+        limit: i64,
+    ) -> Result<(i64, Vec<AuditedUrl>), Error> {
+        let total: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sitemap_audits WHERE site = $1 AND finding = $2",
+        )
+        .bind(site)
+        .bind(finding)
+        .fetch_one(&self.pool)
+        .await?;
+        let urls = sqlx::query_as(
+            "SELECT loc, status, checked_at,
+                    concat_ws(' ', '→ ' || location, 'canonical ' || canonical,
+                              CASE WHEN noindex THEN 'noindex' END, detail) AS said
+             FROM sitemap_audits WHERE site = $1 AND finding = $2
+             ORDER BY id OFFSET $3 LIMIT $4",
+        )
+        .bind(site)
+        .bind(finding)
+        .bind(offset)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok((total, urls))
     }
 
     /// Forgets the checks of the site's rows that are gone.

@@ -14,7 +14,7 @@ use crate::write_api::{TOKEN, spawn_api};
 const FIXTURES: &str = r#"
 events {}
 http {
-    log_format audit '$msec $http_host $http_user_agent $uri';
+    log_format audit '$msec $request_time $http_host $http_user_agent $uri';
     access_log PREFIX/access.log audit;
     default_type text/html;
     server {
@@ -219,6 +219,36 @@ async fn every_kind_of_answer_gets_its_finding(pool: PgPool) {
         view.contains("audit: not-found") && view.contains("missing/1"),
         "{view}"
     );
+    // Every URL behind a finding, a screen at a time.
+    let listing = |query: &'static str| {
+        let auth = auth.clone();
+        let app = &app;
+        async move {
+            let response = app
+                .send(
+                    reqwest::Method::GET,
+                    &format!("/sitemaps.html?{query}"),
+                    &[("authorization", &auth)],
+                    "",
+                )
+                .await;
+            let status = response.status().as_u16();
+            (status, response.text().await.expect("listing"))
+        }
+    };
+    let (status, moved) = listing("finding=redirect&screen=20").await;
+    assert_eq!(status, 200, "{moved}");
+    assert!(
+        moved.contains("20,000 URLs") && moved.contains("Screen 20 of 20"),
+        "{moved}"
+    );
+    assert!(
+        moved.contains("loop/10000") && moved.contains("→ /loop/10000"),
+        "{moved}"
+    );
+    assert_eq!(listing("finding=redirect&screen=21").await.0, 404);
+    let public = app.get("/sitemaps.html?finding=gone").await;
+    assert_eq!(public.status(), 400, "findings are for operators");
 }
 
 /// The audit never sends a site more than its `audit_requests_per_second`.
@@ -229,15 +259,18 @@ async fn the_rate_limit_holds(pool: PgPool) {
     let app = spawn_api(pool, audited(nginx.port(), 50)).await;
     until_checked(&app.pool, 150).await;
     let log = std::fs::read_to_string(nginx.prefix().join("access.log")).expect("access log");
-    let times: Vec<f64> = log
+    // When each request came: logged when answered, less how long that took.
+    let mut times: Vec<f64> = log
         .lines()
         .map(|line| {
-            line.split(' ')
-                .next()
-                .and_then(|t| t.parse().ok())
-                .expect("a time")
+            let mut fields = line
+                .split(' ')
+                .map(|f| f.parse::<f64>().unwrap_or(f64::NAN));
+            let (logged, took) = (fields.next().expect("msec"), fields.next().expect("took"));
+            logged - took
         })
         .collect();
+    times.sort_by(f64::total_cmp);
     assert_eq!(times.len(), 150);
     // However the requests bunch, no second holds more than 50 (and one
     // for the edge).
