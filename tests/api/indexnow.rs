@@ -367,9 +367,10 @@ async fn replicas_and_restarts_send_each_change_once(pool: PgPool) {
 
 #[sqlx::test]
 async fn a_dead_endpoint_only_grows_the_backlog(pool: PgPool) {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let dead = format!("http://{}/indexnow", closed.local_addr().expect("addr"));
-    drop(closed);
+    // Port 1 (tcpmux) is below every port the other tests' servers take
+    // (bound to port 0, from the ephemeral range): a port freed by a
+    // closed listener was taken again by one of them.
+    let dead = "http://127.0.0.1:1/indexnow".to_owned();
     let app = TestApp::spawn_with(pool, |s| {
         s.indexnow_key = Some(KEY.into());
         s.indexnow_endpoint = dead;
