@@ -2090,6 +2090,46 @@ COMMENT ON FUNCTION public.sitemap_rebuild_clusters() IS 'Part of a fold: rebuil
 
 
 --
+-- Name: sitemap_record_crawler_fetches(text[], text[], text[], boolean[], timestamp with time zone[], timestamp with time zone[], integer[], timestamp with time zone[], bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_record_crawler_fetches(p_site text[], p_file text[], p_crawler text[], p_verified boolean[], p_first timestamp with time zone[], p_last timestamp with time zone[], p_status integer[], p_version timestamp with time zone[], p_fetches bigint[], p_bytes bigint[]) RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO sitemap_crawler_ledger AS l
+        (site, file, crawler, verified, first_fetch, last_fetch, last_status, served_version,
+         fetches, bytes)
+    SELECT * FROM unnest(p_site, p_file, p_crawler, p_verified, p_first, p_last, p_status,
+                         p_version, p_fetches, p_bytes)
+    -- the same order for every writer, so two replicas never deadlock
+    ORDER BY 1, 2, 3
+    ON CONFLICT (site, file, crawler) DO UPDATE SET
+        first_fetch = least(l.first_fetch, excluded.first_fetch),
+        last_fetch = greatest(l.last_fetch, excluded.last_fetch),
+        last_status = CASE WHEN excluded.last_fetch >= l.last_fetch
+                           THEN excluded.last_status ELSE l.last_status END,
+        served_version = CASE WHEN excluded.last_fetch >= l.last_fetch
+                              THEN excluded.served_version ELSE l.served_version END,
+        fetches = l.fetches + excluded.fetches,
+        bytes = l.bytes + excluded.bytes
+$$;
+
+
+--
+-- Name: sitemap_record_crawler_hours(text[], text[], timestamp with time zone[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_record_crawler_hours(p_site text[], p_crawler text[], p_hour timestamp with time zone[], p_fetches bigint[]) RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO sitemap_crawler_hours AS h (site, crawler, hour, fetches)
+    SELECT * FROM unnest(p_site, p_crawler, p_hour, p_fetches)
+    ORDER BY 1, 3, 2
+    ON CONFLICT (site, hour, crawler) DO UPDATE SET fetches = h.fetches + excluded.fetches
+$$;
+
+
+--
 -- Name: sitemap_refresh_news(timestamp with time zone, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2934,6 +2974,58 @@ COMMENT ON TABLE public.sitemap_clusters IS 'The hreflang clusters as served, re
 
 
 --
+-- Name: sitemap_crawler_hours; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_crawler_hours (
+    site text NOT NULL,
+    crawler text NOT NULL,
+    hour timestamp with time zone NOT NULL,
+    fetches bigint NOT NULL,
+    CONSTRAINT sitemap_crawler_hours_fetches_check CHECK ((fetches >= 1)),
+    CONSTRAINT sitemap_crawler_hours_hour_check CHECK ((date_trunc('hour'::text, hour) = hour))
+);
+
+
+--
+-- Name: TABLE sitemap_crawler_hours; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_crawler_hours IS 'Fetches of a site''s sitemap files per hour and crawler, kept 30 days (pruned by the service), for the operators'' plot.';
+
+
+--
+-- Name: sitemap_crawler_ledger; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_crawler_ledger (
+    site text NOT NULL,
+    file text NOT NULL,
+    crawler text NOT NULL,
+    verified boolean NOT NULL,
+    first_fetch timestamp with time zone NOT NULL,
+    last_fetch timestamp with time zone NOT NULL,
+    last_status integer NOT NULL,
+    served_version timestamp with time zone,
+    fetches bigint NOT NULL,
+    bytes bigint NOT NULL,
+    CONSTRAINT sitemap_crawler_ledger_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT sitemap_crawler_ledger_check CHECK ((first_fetch <= last_fetch)),
+    CONSTRAINT sitemap_crawler_ledger_check1 CHECK ((verified = (crawler <> ALL (ARRAY['other'::text, 'unverified'::text])))),
+    CONSTRAINT sitemap_crawler_ledger_crawler_check CHECK (((crawler ~ '^[a-z][a-z0-9-]*$'::text) AND (length(crawler) <= 32))),
+    CONSTRAINT sitemap_crawler_ledger_fetches_check CHECK ((fetches >= 1)),
+    CONSTRAINT sitemap_crawler_ledger_last_status_check CHECK (((last_status >= 100) AND (last_status <= 599)))
+);
+
+
+--
+-- Name: TABLE sitemap_crawler_ledger; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_crawler_ledger IS 'Each sitemap file (index files, pages, news) of a site as each crawler took it: the first and last fetch, the last status, the version the last fetch served (its lastmod: current while it equals the file''s), fetches and bytes sent. crawler is a verified family (googlebot, bingbot, yandex, applebot, duckduckbot, baiduspider, petalbot, seznambot, yeti), unverified (a crawler''s user agent from an address not verified as its own) or other. Written by the service alone.';
+
+
+--
 -- Name: sitemap_feed_writer; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3656,6 +3748,22 @@ ALTER TABLE ONLY public.sitemap_changes
 
 ALTER TABLE ONLY public.sitemap_clusters
     ADD CONSTRAINT sitemap_clusters_pkey PRIMARY KEY (cluster);
+
+
+--
+-- Name: sitemap_crawler_hours sitemap_crawler_hours_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_crawler_hours
+    ADD CONSTRAINT sitemap_crawler_hours_pkey PRIMARY KEY (site, hour, crawler);
+
+
+--
+-- Name: sitemap_crawler_ledger sitemap_crawler_ledger_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_crawler_ledger
+    ADD CONSTRAINT sitemap_crawler_ledger_pkey PRIMARY KEY (site, file, crawler);
 
 
 --

@@ -18,6 +18,7 @@ use crate::announce::{self, Announcers};
 use crate::audit::Auditor;
 use crate::changes::{self, Followers};
 use crate::config::Config;
+use crate::crawlers::Crawlers;
 use crate::fold::Folder;
 use crate::http::{self, HttpState, connections};
 use crate::metrics::Metrics;
@@ -57,6 +58,10 @@ pub struct App {
     server_look_timeout: Duration,
     /// What the standby's watcher counts on.
     read_route: ReadRouteMetrics,
+    /// The crawler ledger's, DNS lookups' and access log's tasks, started
+    /// with the service and stopped after its last response.
+    crawler_tasks: Vec<tokio::task::JoinHandle<()>>,
+    crawler_stop: CancellationToken,
 }
 
 /// Applies the configuration to the schema: the page limits, and the
@@ -163,7 +168,17 @@ impl App {
                 max_rows: settings.change_log_max_rows,
             },
         };
+        let crawler_stop = CancellationToken::new();
+        let (crawlers, crawler_tasks) = Crawlers::start(
+            &settings.crawler_settings(),
+            // its batches wait for no request's connection, nor hold one
+            &store.with_own_pool(1),
+            &metrics,
+            &crawler_stop,
+        )
+        .map_err(|error| store::Error::Configuration(error.to_string()))?;
         let state = HttpState::new(http::Shared {
+            crawlers: Arc::new(crawlers),
             store: store.clone(),
             pages,
             sites,
@@ -199,6 +214,8 @@ impl App {
             read_max_lag: Duration::from_millis(settings.read_max_lag_ms),
             server_look_timeout: Duration::from_millis(settings.db_acquire_timeout_ms),
             read_route,
+            crawler_tasks,
+            crawler_stop,
         })
     }
 
@@ -270,6 +287,11 @@ impl App {
         stop.cancel();
         tasks.close();
         tasks.wait().await;
+        // After the last response: the ledger writes what it holds.
+        self.crawler_stop.cancel();
+        for task in self.crawler_tasks {
+            let _ = task.await;
+        }
         if let Some(operators) = operators {
             operators.await.map_err(std::io::Error::other)??;
         }

@@ -165,6 +165,31 @@ pub struct Settings {
     pub submit_urls: Vec<String>,
     /// The least time between two submissions to one template.
     pub submit_interval_seconds: u64,
+    /// Whether fetches of sitemap files are kept in the crawler ledger.
+    pub crawler_ledger: bool,
+    /// A directory of `<family>.json` address ranges (the shape Google and
+    /// Bing publish) that verify crawlers; re-read when its files change.
+    #[serde(default)]
+    pub crawler_ranges_dir: Option<PathBuf>,
+    /// Whether crawlers are also verified by reverse-then-forward DNS.
+    pub crawler_verify_dns: bool,
+    /// Networks (CIDR) of the proxies whose `Forwarded` / `X-Forwarded-For`
+    /// give the client's address; anyone else's are ignored.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+    /// `off`, or `json`: one line per request.
+    pub access_log: AccessLogFormat,
+    /// Where the access log goes (reopened on SIGHUP); none: stdout.
+    #[serde(default)]
+    pub access_log_file: Option<PathBuf>,
+}
+
+/// `access_log`: whether requests are logged, one JSON line each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessLogFormat {
+    Off,
+    Json,
 }
 
 /// The settings, checked once, with what they describe parsed: what the
@@ -337,6 +362,36 @@ impl Settings {
     }
 
     /// Checks every value whose type alone does not make it valid.
+    /// `trusted_proxies` parsed: each a network, or an address alone.
+    fn trusted_proxy_networks(&self) -> Result<Vec<ipnet::IpNet>, Error> {
+        self.trusted_proxies
+            .iter()
+            .map(|text| {
+                text.parse::<ipnet::IpNet>()
+                    .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| Error::Invalid {
+                        key: "trusted_proxies".into(),
+                        value: text.clone(),
+                        expected:
+                            "networks in CIDR form (\"10.0.0.0/8\", \"::1/128\") or addresses"
+                                .into(),
+                    })
+            })
+            .collect()
+    }
+
+    /// What the crawler ledger, its lookups and the access log take.
+    pub(crate) fn crawler_settings(&self) -> crate::crawlers::CrawlerSettings {
+        crate::crawlers::CrawlerSettings {
+            ranges_dir: self.crawler_ranges_dir.clone(),
+            verify_dns: self.crawler_verify_dns,
+            trusted_proxies: self.trusted_proxy_networks().unwrap_or_default(),
+            ledger: self.crawler_ledger,
+            access_log: self.access_log == AccessLogFormat::Json,
+            access_log_file: self.access_log_file.clone(),
+        }
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let invalid = |key: &str, value: &dyn fmt::Display, expected: String| Error::Invalid {
             key: key.to_owned(),
@@ -403,6 +458,18 @@ impl Settings {
                 "api_max_body_bytes/api_max_records",
                 &format!("{}/{}", self.api_max_body_bytes, self.api_max_records),
                 "both at least 1".into(),
+            ));
+        }
+        self.trusted_proxy_networks()?;
+        if self.access_log_file.is_some() && self.access_log == AccessLogFormat::Off {
+            return Err(invalid(
+                "access_log_file",
+                &self
+                    .access_log_file
+                    .as_deref()
+                    .unwrap_or(Path::new(""))
+                    .display(),
+                "set with access_log = \"json\" (the access log is off)".into(),
             ));
         }
         if self.change_log_retention.is_zero() {

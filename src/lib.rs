@@ -8,7 +8,7 @@
 //!
 //! # Layout: a folder per path
 //!
-//! Each of the four paths is one chain of folders, over the same store:
+//! Each path is one chain of folders, over the same store:
 //!
 //! - request: [`http`] → [`pages`] → [`store`]. `http` holds the
 //!   connections and their limits, the routes, the write API under
@@ -23,6 +23,9 @@
 //!   `store::push`.
 //! - audit: `audit` (fetching the audited sites' URLs from the live site,
 //!   and judging what they answer) → `store::audits`.
+//! - ledger: `crawlers` (each request's client, crawler family and whether
+//!   it is verified; the writer of who fetched which file; the access log)
+//!   → `store::crawlers`.
 //!
 //! Beside them: [`app`], the composition root that builds the service from
 //! its [`config`] and starts and stops its background tasks; [`site`], the
@@ -43,6 +46,7 @@ mod audit;
 mod changes;
 pub mod clock;
 pub mod config;
+mod crawlers;
 pub mod demo;
 mod epochs;
 mod fold;

@@ -11,6 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::crawlers::Crawler;
 use crate::store::{ReadRouteMetrics, ServingReads};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -47,6 +48,21 @@ struct SiteStatusLabels {
     site: String,
     /// The answer's status code, or `error` when none came.
     status: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CrawlerFetchLabels {
+    site: String,
+    /// A family, `unverified` or `other`: never a user-agent string.
+    crawler: &'static str,
+    verified: &'static str,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CrawlerLabels {
+    site: String,
+    crawler: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -110,11 +126,48 @@ pub(crate) struct Metrics {
     indexnow_backlog_changes: Family<SiteLabels, Gauge>,
     indexnow_backlog_age_seconds: Family<SiteLabels, Gauge>,
     submissions: Family<SiteStatusLabels, Counter>,
+    crawler_fetches: Family<CrawlerFetchLabels, Counter>,
+    crawler_last_fetch: Family<CrawlerLabels, Gauge>,
+    crawler_stale_version_age: Family<CrawlerLabels, Gauge>,
+    crawler_fetches_dropped: Counter,
+    access_log_lines_dropped: Counter,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("sitemapd");
+        let crawler_fetches = Family::<CrawlerFetchLabels, Counter>::default();
+        registry.register(
+            "crawler_fetches",
+            "Fetches of sitemap files by site, crawler family (verified), `unverified` \
+             (a family's user agent from an address not its own) or `other`, and status",
+            crawler_fetches.clone(),
+        );
+        let crawler_last_fetch = Family::<CrawlerLabels, Gauge>::default();
+        registry.register(
+            "crawler_last_fetch_timestamp_seconds",
+            "When a verified crawler last fetched one of the site's sitemap files (Unix time)",
+            crawler_last_fetch.clone(),
+        );
+        let crawler_stale_version_age = Family::<CrawlerLabels, Gauge>::default();
+        registry.register(
+            "crawler_stale_version_age_seconds",
+            "Of the site's files a verified crawler last took in a version since replaced, the \
+             age of the oldest such version (its lastmod); 0 when it holds every file as served",
+            crawler_stale_version_age.clone(),
+        );
+        let crawler_fetches_dropped = Counter::default();
+        registry.register(
+            "crawler_fetches_dropped",
+            "Fetches left out of the crawler ledger because its writer fell behind",
+            crawler_fetches_dropped.clone(),
+        );
+        let access_log_lines_dropped = Counter::default();
+        registry.register(
+            "access_log_lines_dropped",
+            "Access log lines dropped because its writer fell behind",
+            access_log_lines_dropped.clone(),
+        );
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "http_requests",
@@ -313,6 +366,11 @@ impl Default for Metrics {
             database_reads,
             read_fallbacks,
             read_server,
+            crawler_fetches,
+            crawler_last_fetch,
+            crawler_stale_version_age,
+            crawler_fetches_dropped,
+            access_log_lines_dropped,
         }
     }
 }
@@ -449,6 +507,31 @@ impl Metrics {
             .inc();
     }
 
+    /// A fetch of one of `site`'s sitemap files by `crawler`, answered
+    /// `status`.
+    pub(crate) fn crawler_fetch(&self, site: &str, crawler: Crawler, status: u16) {
+        self.crawler_fetches
+            .get_or_create(&CrawlerFetchLabels {
+                site: site.to_owned(),
+                crawler: crawler.name(),
+                verified: if crawler.is_verified() {
+                    "true"
+                } else {
+                    "false"
+                },
+                status,
+            })
+            .inc();
+    }
+
+    pub(crate) fn crawler_fetch_dropped(&self) {
+        self.crawler_fetches_dropped.inc();
+    }
+
+    pub(crate) fn access_log_line_dropped(&self) {
+        self.access_log_lines_dropped.inc();
+    }
+
     /// The metrics in text form, with `gauges` as read now.
     pub(crate) fn render(&self, gauges: Gauges) -> String {
         self.page_cache_bytes
@@ -493,6 +576,22 @@ impl Metrics {
         if let Some(problems) = gauges.hreflang_cluster_problems {
             self.hreflang_cluster_problems.set(problems);
         }
+        if let Some(crawlers) = gauges.verified_crawlers {
+            self.crawler_last_fetch.clear();
+            self.crawler_stale_version_age.clear();
+            for held in crawlers {
+                let labels = CrawlerLabels {
+                    site: held.site,
+                    crawler: held.crawler,
+                };
+                self.crawler_last_fetch
+                    .get_or_create(&labels)
+                    .set(held.last_fetch.unix_timestamp());
+                self.crawler_stale_version_age
+                    .get_or_create(&labels)
+                    .set(held.stale_version_age);
+            }
+        }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String");
@@ -519,6 +618,20 @@ pub(crate) struct Gauges {
     pub(crate) audit_urls: Option<Vec<(String, String, i64)>>,
     /// hreflang clusters with a problem; `None` as for `skipped_rows`.
     pub(crate) hreflang_cluster_problems: Option<i64>,
+    /// What each verified crawler holds of each site; `None` as for
+    /// `skipped_rows`.
+    pub(crate) verified_crawlers: Option<Vec<CrawlerHeld>>,
+}
+
+/// A verified crawler's fetches of one site, as the ledger holds them.
+#[derive(Debug)]
+pub(crate) struct CrawlerHeld {
+    pub(crate) site: String,
+    pub(crate) crawler: &'static str,
+    pub(crate) last_fetch: time::OffsetDateTime,
+    /// The age in seconds of the oldest version it last took of a file
+    /// replaced since (0: none).
+    pub(crate) stale_version_age: i64,
 }
 
 fn site_labels(site: &str) -> SiteLabels {

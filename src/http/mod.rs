@@ -10,8 +10,10 @@ mod browse;
 mod caching;
 pub(crate) mod connections;
 mod error;
+mod fetches;
 mod health;
 mod host;
+mod ledger;
 mod negotiate;
 mod sitemaps;
 
@@ -62,6 +64,8 @@ pub struct Shared {
     pub(crate) bodies: Arc<bodies::BodyBudget>,
     /// Whether every change committed before the start is placed.
     pub(crate) ready: Arc<AtomicBool>,
+    /// Who fetches: the crawler lookups, the ledger and the access log.
+    pub(crate) crawlers: Arc<crate::crawlers::Crawlers>,
 }
 
 impl HttpState {
@@ -146,6 +150,10 @@ fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpSta
         .layer(axum::middleware::from_fn(require_valid_host))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            fetches::watch,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             count_request,
         ))
         .layer(axum::middleware::map_response_with_state(
@@ -208,7 +216,7 @@ async fn operators_view(
 
 async fn metrics(State(state): State<HttpState>) -> Response {
     let pool = state.store.pool();
-    let (skipped, in_future, robots, audits, cluster_problems) = tokio::join!(
+    let (skipped, in_future, robots, audits, cluster_problems, holdings) = tokio::join!(
         tokio::time::timeout(
             std::time::Duration::from_secs(2),
             state.store.skipped_counts(),
@@ -229,7 +237,12 @@ async fn metrics(State(state): State<HttpState>) -> Response {
             std::time::Duration::from_secs(2),
             state.store.cluster_problems(),
         ),
+        tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            ledger::holdings(&state, None),
+        ),
     );
+    let now = time::OffsetDateTime::now_utc();
     let text = state.metrics.render(crate::metrics::Gauges {
         page_cache_bytes: state.pages.cache.memory_bytes(),
         pool_size: i64::from(pool.size()),
@@ -239,6 +252,10 @@ async fn metrics(State(state): State<HttpState>) -> Response {
         robots_disallowed: robots.ok().and_then(Result::ok),
         audit_urls: audits.ok().and_then(Result::ok),
         hreflang_cluster_problems: cluster_problems.ok().and_then(Result::ok),
+        verified_crawlers: holdings
+            .ok()
+            .and_then(Result::ok)
+            .map(|holdings| ledger::verified_crawlers(&holdings, now)),
     });
     let content_type =
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");

@@ -2,6 +2,7 @@
 //! robots.txt, with the validators crawlers revalidate by.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -14,6 +15,7 @@ use super::api::Caller;
 use super::bodies::{HeldChunks, INFLATE_HOLD_BYTES, Inflated};
 use super::browse::{self, Audience, Links, ViewQuery};
 use super::caching::Validators;
+use super::fetches::{ServedVersion, SitemapFile};
 use super::host::request_host;
 use super::negotiate::negotiate;
 use super::{HttpError, HttpState};
@@ -78,11 +80,52 @@ pub(super) async fn dispatch(
         )
         .await;
     }
-    if let Some((file, encoding)) = IndexFile::parse(routed.file) {
-        return index(&state, &on_host, routed.site, file, encoding, &headers).await;
+    let served = if let Some((file, encoding)) = IndexFile::parse(routed.file) {
+        index(&state, &on_host, routed.site, file, encoding, &headers).await
+    } else if let Some((name, encoding)) = PageName::parse(routed.file) {
+        page(&state, routed.site, name, encoding, &method, &headers).await
+    } else {
+        return Err(HttpError::NotFound);
+    };
+    // Whatever the answer, the ledger learns which file was asked for.
+    let mut response = served.unwrap_or_else(IntoResponse::into_response);
+    let version = response
+        .extensions_mut()
+        .remove::<ServedVersion>()
+        .map(|served| served.0);
+    response.extensions_mut().insert(SitemapFile {
+        site: Arc::from(routed.site.name.as_str()),
+        file: Box::from(routed.file),
+        version,
+    });
+    Ok(response)
+}
+
+/// The version of a site's sitemap file that is served now (`None`: it is
+/// not served), as the ledger compares what crawlers hold with.
+pub(super) async fn current_version(
+    state: &HttpState,
+    site: &Site,
+    file: &str,
+) -> Result<Option<OffsetDateTime>, HttpError> {
+    if IndexFile::parse(file).is_some() {
+        let on_host = state.sites.beside(site).await?;
+        let members = on_host.index_members(site);
+        let listing = state.pages.indexes.listing(&members).await?;
+        if listing.listed().next().is_none() {
+            return Ok(None);
+        }
+        return Ok(listing.pages().map(|(_, entry)| entry.lastmod).max());
     }
-    let (name, encoding) = PageName::parse(routed.file).ok_or(HttpError::NotFound)?;
-    page(&state, routed.site, name, encoding, &method, &headers).await
+    let Some((name, _)) = PageName::parse(file) else {
+        return Ok(None);
+    };
+    Ok(state
+        .pages
+        .summary(site, &name.section, name.page)
+        .await?
+        .filter(|summary| summary.url_count > 0)
+        .map(|summary| summary.lastmod))
 }
 
 /// `sitemap_index.xml`: one entry per non-empty page, from the summaries
@@ -146,8 +189,13 @@ async fn index(
         representation.tag()
     );
     let validators = Validators::new(version, &variant, newest);
+    let served = newest.map(ServedVersion);
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, representation.vary()));
+        let mut response = validators.not_modified(state.cache_max_age, representation.vary());
+        if let Some(served) = served {
+            response.extensions_mut().insert(served);
+        }
+        return Ok(response);
     }
     let mut out = Vec::with_capacity(128 + capacity * 128);
     let mut writer = IndexWriter::start(&mut out);
@@ -202,6 +250,9 @@ async fn index(
         .into_response();
     representation.apply(response.headers_mut());
     validators.apply(response.headers_mut(), state.cache_max_age);
+    if let Some(served) = served {
+        response.extensions_mut().insert(served);
+    }
     Ok(response)
 }
 
@@ -325,7 +376,11 @@ async fn page(
     let codec = representation.codec;
     let validators = page_validators(state, summary.lastmod, representation.page_tag());
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, representation.vary()));
+        let mut response = validators.not_modified(state.cache_max_age, representation.vary());
+        response
+            .extensions_mut()
+            .insert(ServedVersion(summary.lastmod));
+        return Ok(response);
     }
     let route = match (encoding, name.is_news()) {
         (Encoding::Gzip, false) => routes::PAGE_GZ,
@@ -375,6 +430,9 @@ async fn page(
     };
     representation.apply(response.headers_mut());
     validators.apply(response.headers_mut(), state.cache_max_age);
+    response
+        .extensions_mut()
+        .insert(ServedVersion(summary.lastmod));
     Ok(response)
 }
 

@@ -23,6 +23,7 @@ use crate::sitemap::name::NEWS_SECTION;
 mod audits;
 mod binary_copy;
 mod browse;
+mod crawlers;
 mod fold;
 mod import;
 pub(crate) mod moves;
@@ -37,6 +38,7 @@ mod turn;
 
 pub(crate) use audits::{AuditRecord, DueRow};
 pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
+pub(crate) use crawlers::{FileFetches, HourKey, LedgerRow};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub(crate) use import::ImportCounts;
 pub use moves::ServedDigest;

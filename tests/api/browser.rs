@@ -294,3 +294,72 @@ async fn the_html_view_and_the_documents_render_under_their_security_headers(poo
         );
     }
 }
+
+#[sqlx::test]
+async fn the_crawlers_section_plots_each_crawlers_fetches_beside_the_changes(pool: PgPool) {
+    use crate::crawlers::{BINGBOT, GOOGLEBOT, fetch_from, with_ranges};
+    let app = TestApp::spawn_with(pool, with_ranges).await;
+    app.insert_urls("", "page-", 4).await;
+    app.fold().await;
+    for (from, user_agent, times) in [("127.0.0.2", GOOGLEBOT, 3), ("127.0.0.3", BINGBOT, 2)] {
+        for _ in 0..times {
+            let response = fetch_from(
+                &app,
+                from,
+                "/sitemap-1.xml.gz",
+                &[("user-agent", user_agent)],
+            )
+            .await;
+            assert_eq!(response.status(), 200);
+        }
+    }
+    let mut counted: i64 = 0;
+    for _ in 0..200 {
+        counted = sqlx::query_scalar(
+            "SELECT coalesce(sum(fetches), 0)::bigint FROM sitemap_crawler_hours",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("hourly counts");
+        if counted == 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(counted, 5, "the ledger wrote the fetches");
+
+    let operators = app.metrics_addr.expect("the operators' port");
+    let url = format!("http://{operators}/sitemaps.html");
+    let (dom, log) = chromium_logged(
+        vec![
+            "--enable-logging=stderr".into(),
+            "--v=0".into(),
+            "--dump-dom".into(),
+        ],
+        url.clone(),
+    )
+    .await;
+    assert!(dom.contains(r#"<h2 id="crawlers">Crawlers</h2>"#), "{dom}");
+    for series in [
+        r#"data-series="googlebot" data-total="3""#,
+        r#"data-series="bingbot" data-total="2""#,
+        r#"data-series="changes" data-total="4""#,
+    ] {
+        assert!(dom.contains(series), "the plot holds {series}: {dom}");
+    }
+    assert_eq!(dom.matches("<polyline").count(), 2, "one line per crawler");
+    assert!(
+        dom.contains("googlebot ") && dom.contains("current"),
+        "the page's row says when Googlebot read it and that it holds the current version"
+    );
+    assert!(!log.contains("Content Security Policy"), "{log}");
+    let file = screenshot_path("crawlers-section.png");
+    let _ = std::fs::remove_file(&file);
+    chromium(
+        vec![format!("--screenshot={}", file.display())],
+        format!("{url}#crawlers"),
+    )
+    .await;
+    let png = std::fs::read(&file).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+}

@@ -8,6 +8,7 @@ mod cells;
 mod clusters;
 mod commands;
 mod connections;
+mod crawlers;
 mod deploy;
 mod encodings;
 mod extensions;

@@ -14,7 +14,7 @@ use crate::write_api::{TOKEN, spawn_api};
 /// How long a change may take to show on every replica.
 const PROPAGATION: Duration = Duration::from_secs(1);
 
-async fn as_token(
+pub(crate) async fn as_token(
     app: &TestApp,
     token: &str,
     method: Method,
@@ -43,7 +43,7 @@ async fn as_token(
 }
 
 /// Creates the site `name` at `base_url` with an operator's token.
-async fn create_site(app: &TestApp, name: &str, base_url: &str) {
+pub(crate) async fn create_site(app: &TestApp, name: &str, base_url: &str) {
     let (status, created) = operator(
         app,
         Method::PUT,

@@ -505,6 +505,7 @@ async fn the_openapi_document_matches_the_routes(pool: PgPool) {
             "DELETE /api/v1/sites/{name}",
             "DELETE /api/v1/sites/{name}/tokens/{digest}",
             "DELETE /api/v1/urls",
+            "GET /api/v1/crawlers",
             "GET /api/v1/sites",
             "GET /api/v1/sites/{name}",
             "GET /api/v1/sites/{name}/tokens",

@@ -33,7 +33,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{IntoParams, IntoResponses, OpenApi};
 
 pub(crate) use model::ApiDoc;
-use model::{DeleteSummary, RecordView, Stats, WriteSummary};
+use model::{CrawledFile, CrawlerLedger, DeleteSummary, RecordView, Stats, WriteSummary};
 
 use super::HttpState;
 use super::error::{HttpError, Problem, RecordError};
@@ -64,6 +64,7 @@ pub(crate) fn router(state: &HttpState) -> Router<HttpState> {
             get(get_url).put(put_urls).delete(delete_urls),
         )
         .route("/api/v1/stats", get(stats))
+        .route("/api/v1/crawlers", get(crawlers))
         .merge(sites::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/api/v1/openapi.json", get(openapi))
@@ -386,6 +387,45 @@ async fn stats(
     Ok(Json(Stats::new(sites, clusters, |site, section, page| {
         page_url(bases.get(site).map_or("", String::as_str), section, page)
     })))
+}
+
+/// Which crawler took which sitemap file: first and last fetch, last
+/// status, the version served and whether it is still the current one,
+/// fetches and bytes.
+#[utoipa::path(
+    get,
+    path = "/api/v1/crawlers",
+    params(StatsQuery),
+    responses(
+        (status = 200, description = "The ledger, by site, file and crawler", body = CrawlerLedger),
+        Unauthorized,
+        (status = 403, description = "Another site than the token's", body = Problem, content_type = PROBLEM_JSON),
+    )
+)]
+async fn crawlers(
+    State(state): State<HttpState>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<StatsQuery>, QueryRejection>,
+) -> Result<Json<CrawlerLedger>, HttpError> {
+    let Query(query) = query.map_err(|e| bad_query(&e, "[?site=…]"))?;
+    let site = match (&caller, query.site) {
+        (Caller::Site(own), None) => Some(own.to_string()),
+        (_, site) => site,
+    };
+    if let Some(site) = &site {
+        caller.may_touch(site)?;
+    }
+    let holdings = super::ledger::holdings(&state, site.as_deref()).await?;
+    let mut bases = BTreeMap::new();
+    let mut files = Vec::with_capacity(holdings.len());
+    for holding in &holdings {
+        let site = &holding.row.site;
+        if !bases.contains_key(site) {
+            bases.insert(site.clone(), base_url(&state, site).await?);
+        }
+        files.push(CrawledFile::new(holding, &bases[site]));
+    }
+    Ok(Json(CrawlerLedger { files }))
 }
 
 /// A query that does not parse: what is wrong, and what was `expected`.

@@ -125,6 +125,60 @@ pub(super) struct ClusterProblem {
     pub(crate) problem: String,
 }
 
+/// The crawler ledger: each sitemap file as each crawler last took it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct CrawlerLedger {
+    pub(crate) files: Vec<CrawledFile>,
+}
+
+/// One file of one site as one crawler took it. `crawler` is a verified
+/// family (googlebot, bingbot, yandex, applebot, duckduckbot, baiduspider,
+/// petalbot, seznambot, naver), `unverified` (a family's user agent from an
+/// address not verified as the family's) or `other`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct CrawledFile {
+    pub(crate) site: String,
+    pub(crate) file: String,
+    /// Its URL, under the site's base URL.
+    pub(crate) url: String,
+    pub(crate) crawler: String,
+    pub(crate) verified: bool,
+    pub(crate) first_fetch: String,
+    pub(crate) last_fetch: String,
+    pub(crate) last_status: i32,
+    /// The lastmod of the version the last fetch served (none for an
+    /// error).
+    pub(crate) served_version: Option<String>,
+    /// The lastmod of the version served now (none: not served now).
+    pub(crate) current_version: Option<String>,
+    /// Whether the last fetch served the version served now.
+    pub(crate) holds_current: bool,
+    pub(crate) fetches: i64,
+    /// Body bytes sent, over all fetches.
+    pub(crate) bytes: i64,
+}
+
+impl CrawledFile {
+    pub(super) fn new(holding: &crate::http::ledger::Holding, base_url: &str) -> Self {
+        let row = &holding.row;
+        CrawledFile {
+            site: row.site.clone(),
+            file: row.file.clone(),
+            url: format!("{base_url}{}", row.file),
+            crawler: row.crawler.clone(),
+            verified: row.verified,
+            first_fetch: rfc3339(row.first_fetch),
+            last_fetch: rfc3339(row.last_fetch),
+            last_status: row.last_status,
+            served_version: row.served_version.map(rfc3339),
+            current_version: holding.current_version.map(rfc3339),
+            holds_current: holding.holds_current(),
+            fetches: row.fetches,
+            bytes: row.bytes,
+        }
+    }
+}
+
 /// Extension entries, counted over pages.
 #[derive(Debug, Default, Clone, Copy, Serialize, ToSchema)]
 pub(super) struct ExtensionCounts {
@@ -363,6 +417,7 @@ fn rfc3339(at: OffsetDateTime) -> String {
         super::delete_urls,
         super::get_url,
         super::stats,
+        super::crawlers,
         super::sites::list_sites,
         super::sites::get_site,
         super::sites::put_site,
@@ -393,6 +448,8 @@ fn rfc3339(at: OffsetDateTime) -> String {
         ExtensionCounts,
         HreflangView,
         ClusterProblem,
+        CrawlerLedger,
+        CrawledFile,
         Alternate,
         Problem,
         RecordError

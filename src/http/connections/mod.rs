@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::Request;
+use axum::extract::{ConnectInfo, Request};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
@@ -144,7 +144,7 @@ pub(crate) async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (state, connection) = connection(stream, router, &limits, overflowing);
+        let (state, connection) = connection(stream, peer, router, &limits, overflowing);
         let watched = graceful.watch(connection);
         let (metrics, shutting_down) = (metrics.clone(), shutting_down.clone());
         metrics.connection_opened(overflowing);
@@ -167,6 +167,7 @@ pub(crate) async fn serve(
 /// socket, and the state those clocks record.
 fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
     router: Router,
     limits: &Limits,
     overflowing: bool,
@@ -190,8 +191,11 @@ fn connection(
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let in_flight = requests.begin_request();
         let router = router.clone();
+        let mut request = request.map(Body::new);
+        // Who is asking: the crawler ledger and the access log read it.
+        request.extensions_mut().insert(ConnectInfo(peer));
         async move {
-            let response = router.oneshot(request.map(Body::new)).await?;
+            let response = router.oneshot(request).await?;
             Ok::<_, Infallible>(response.map(|body| Tracked { body, in_flight }))
         }
     });

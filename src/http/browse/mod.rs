@@ -12,6 +12,9 @@
 //! on the operators' listener (`metrics_listen`), and such a response is
 //! never stored by a shared cache.
 
+mod crawlers;
+mod plot;
+
 use std::sync::OnceLock;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -32,6 +35,7 @@ use crate::metrics::routes;
 use crate::site::Site;
 use crate::sitemap::{Encoding, PageName};
 use crate::store::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
+use crawlers::Crawled;
 
 /// The view's file name under a site's base URL; no sitemap is named so.
 pub(super) const FILE: &str = "sitemaps.html";
@@ -232,6 +236,15 @@ async fn overview(
         Audience::Operator => Some(store.skip_groups(&site.name).await?),
         Audience::Public => None,
     };
+    // Who read what is the operators' to see.
+    let crawled = match audience {
+        Audience::Operator => Some(Crawled::read(state, site).await?),
+        Audience::Public => None,
+    };
+    let crawlers_section = match &crawled {
+        Some(crawled) => Some(crawlers::section(state, site, crawled).await?),
+        None => None,
+    };
     let (status, found) = match loc {
         Some(loc) => {
             let (status, answer) = find(state, site, loc, audience, links).await?;
@@ -260,12 +273,13 @@ async fn overview(
         @if pages.is_empty() {
             p { "No URLs yet: rows written to sitemap_urls show here within seconds." }
         } @else {
-            (pages_table(site, &pages, links))
+            (pages_table(site, &pages, links, crawled.as_ref()))
         }
         @if !news.is_empty() {
             h2 { "News" }
             (news_table(site, &news, links))
         }
+        @if let Some(section) = crawlers_section { (section) }
         h2 { "Left out" }
         @match &skipped {
             Some(groups) => (skipped_table(groups, links)),
@@ -360,13 +374,19 @@ async fn find(
     Ok((StatusCode::OK, answer))
 }
 
-fn pages_table(site: &Site, pages: &[SectionPage], links: Links<'_>) -> Markup {
+fn pages_table(
+    site: &Site,
+    pages: &[SectionPage],
+    links: Links<'_>,
+    crawled: Option<&Crawled>,
+) -> Markup {
     html! {
         table {
             thead { tr {
                 th { "Section" } th { "Sitemap" } th.n { "URLs" } th.n { "Size" }
                 th.n { "Images" } th.n { "Videos" } th.n { "Alternates" }
                 th { "Last modified" } th { "Files" }
+                @if crawled.is_some() { th { "Read by verified crawlers" } }
             } }
             tbody {
                 @for page in pages {
@@ -383,6 +403,13 @@ fn pages_table(site: &Site, pages: &[SectionPage], links: Links<'_>) -> Markup {
                         td.n { (count(page.stats.alternates)) }
                         td.t { (datetime(page.stats.lastmod)) }
                         td.t { (files(site, &name)) }
+                        @if let Some(crawled) = crawled {
+                            td.t {
+                                (crawlers::page_reads(
+                                    crawled.pages.get(&(page.section.clone(), page.stats.page)),
+                                ))
+                            }
+                        }
                     }
                 }
             }
@@ -664,6 +691,10 @@ nav { margin: 12px 0; }
 .answer.found { border-color: #1e8e3e; }
 .answer.refused { border-color: #d93025; }
 code { font-size: 13px; }
+.plot { display: block; margin: 8px 0 12px; max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
+.read { white-space: nowrap; }
+.current { color: #1e8e3e; }
+.stale { color: #d93025; }
 ";
 
 /// A count with thousands separators: 12,345.
