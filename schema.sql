@@ -4130,6 +4130,13 @@ CREATE INDEX sitemap_urls_visible_until ON public.sitemap_urls USING btree (visi
 
 
 --
+-- Name: sitemap_urls_windows; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sitemap_urls_windows ON public.sitemap_urls USING btree (id) INCLUDE (visible_from, visible_until) WHERE ((visible_from IS NOT NULL) OR (visible_until IS NOT NULL));
+
+
+--
 -- Name: sitemap_news_files sitemap_news_files_deleted; Type: TRIGGER; Schema: public; Owner: -
 --
 

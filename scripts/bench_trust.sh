@@ -100,7 +100,7 @@ timed_run() {
     local variant=$1 template=sitemapd_trust
     [[ $variant == windows ]] && template=sitemapd_trust_windows
     psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS sitemapd_trust_run" \
-        -c "CREATE DATABASE sitemapd_trust_run TEMPLATE $template"
+        -c "CREATE DATABASE sitemapd_trust_run TEMPLATE $template" -c "CHECKPOINT"
     local folded left_out
     folded=$(run_binary "$variant" fold 2>/dev/null | awk 'NR == 1 { print $2, $5 }')
     left_out=$(psql -qAt "$pg_base/sitemapd_trust_run" \
@@ -124,8 +124,12 @@ timed_run() {
     server=
 }
 
+variants=(plain robots windows)
 for run in $(seq 1 "$runs"); do
-    for variant in plain robots windows; do
+    # Each run starts with the next variant, so none always follows the
+    # same one (and its writes).
+    for i in 0 1 2; do
+        variant=${variants[$(((run - 1 + i) % 3))]}
         read -r folded seconds left_out pages crawl <<< "$(timed_run "$variant")"
         echo "run $run: $variant: fold of $folded rows: $seconds s, $left_out left out; 3 crawls of $pages pages: $crawl s"
     done
