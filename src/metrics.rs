@@ -507,9 +507,9 @@ impl Metrics {
             .inc();
     }
 
-    /// A fetch of one of `site`'s sitemap files by `crawler`, answered
+    /// `fetches` fetches of `site`'s sitemap files by `crawler`, answered
     /// `status`.
-    pub(crate) fn crawler_fetch(&self, site: &str, crawler: Crawler, status: u16) {
+    pub(crate) fn crawler_fetches(&self, site: &str, crawler: Crawler, status: u16, fetches: u64) {
         self.crawler_fetches
             .get_or_create(&CrawlerFetchLabels {
                 site: site.to_owned(),
@@ -521,7 +521,7 @@ impl Metrics {
                 },
                 status,
             })
-            .inc();
+            .inc_by(fetches);
     }
 
     pub(crate) fn crawler_fetch_dropped(&self) {

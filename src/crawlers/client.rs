@@ -32,76 +32,60 @@ impl TrustedProxies {
         if !self.trusts(client) {
             return client;
         }
-        let hops = if headers.contains_key(FORWARDED) {
-            forwarded_for(headers)
+        // Each header's hops, the last header first, each read from its
+        // end: the nearest hop first, with nothing collected.
+        let forwarded = headers.contains_key(FORWARDED);
+        let name = if forwarded {
+            FORWARDED.as_str()
         } else {
-            x_forwarded_for(headers)
+            X_FORWARDED_FOR
         };
-        for hop in hops.into_iter().rev() {
-            // An obfuscated or unknown hop ends what can be known.
-            let Some(address) = hop else { break };
-            client = address.to_canonical();
-            if !self.trusts(client) {
-                break;
+        for value in headers.get_all(name).iter().rev() {
+            let Ok(value) = value.to_str() else {
+                return client;
+            };
+            for hop in value.rsplit(',') {
+                let address = if forwarded {
+                    forwarded_for(hop)
+                } else {
+                    address_of(hop.trim())
+                };
+                // An obfuscated or unknown hop ends what can be known.
+                let Some(address) = address else {
+                    return client;
+                };
+                client = address.to_canonical();
+                if !self.trusts(client) {
+                    return client;
+                }
             }
         }
         client
     }
 }
 
-/// The `for=` of each element of every `Forwarded` header, in order (RFC
-/// 7239): `None` for one that names no address.
-fn forwarded_for(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
-    let mut hops = Vec::new();
-    for value in headers.get_all(FORWARDED) {
-        let Ok(value) = value.to_str() else {
-            hops.push(None);
-            continue;
-        };
-        for element in value.split(',') {
-            let node = element.split(';').find_map(|pair| {
-                let (name, value) = pair.split_once('=')?;
-                name.trim()
-                    .eq_ignore_ascii_case("for")
-                    .then(|| value.trim())
-            });
-            hops.push(node.and_then(node_address));
-        }
-    }
-    hops
-}
-
-/// The address of a `Forwarded` node: `192.0.2.1`, `"192.0.2.1:80"`,
-/// `"[2001:db8::1]:443"`.
-fn node_address(node: &str) -> Option<IpAddr> {
+/// The `for=` of one element of a `Forwarded` header (RFC 7239), when it
+/// names an address.
+fn forwarded_for(element: &str) -> Option<IpAddr> {
+    let node = element.split(';').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("for")
+            .then(|| value.trim())
+    })?;
+    // `192.0.2.1`, `"192.0.2.1:80"`, `"[2001:db8::1]:443"`
     let node = node.trim_matches('"');
     if let Some(rest) = node.strip_prefix('[') {
         return rest.split_once(']')?.0.parse().ok();
     }
-    node.parse()
-        .ok()
-        .or_else(|| node.parse::<SocketAddr>().ok().map(|a| a.ip()))
+    address_of(node)
 }
 
-/// Each address of every `X-Forwarded-For` header, in order.
-fn x_forwarded_for(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
-    headers
-        .get_all(X_FORWARDED_FOR)
-        .iter()
-        .flat_map(|value| {
-            value
-                .to_str()
-                .unwrap_or("?")
-                .split(',')
-                .map(|hop| {
-                    let hop = hop.trim();
-                    hop.parse()
-                        .ok()
-                        .or_else(|| hop.parse::<SocketAddr>().ok().map(|a| a.ip()))
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
+/// An address, with or without a port.
+fn address_of(text: &str) -> Option<IpAddr> {
+    text.parse()
+        .ok()
+        .or_else(|| text.parse::<SocketAddr>().ok().map(|a| a.ip()))
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
-//! The ledger's writer: fetches come over a bounded channel from the
-//! request path (dropped and counted when it is full), are added up per
-//! file and crawler, and written at most once a second.
+//! The ledger's writer. The request path puts each fetch in a bounded
+//! buffer (a push under a lock: no task is woken per request); when the
+//! buffer is full, fetches are dropped and counted. The writer takes the
+//! buffer every 50 ms, adds fetches up per file and crawler (and per
+//! hour), counts them in the metrics, and writes the sums once a second.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -14,9 +16,11 @@ use super::family::Crawler;
 use crate::metrics::Metrics;
 use crate::store::{FileFetches, HourKey, Store};
 
-/// Fetches the channel holds at most before more are dropped.
-pub(crate) const CHANNEL_CAPACITY: usize = 8192;
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Fetches the buffer holds at most between two takes (50 ms): past
+/// 160,000 fetches a second, the rest are dropped.
+pub(crate) const BUFFER_CAPACITY: usize = 8192;
+const TAKE_EVERY: Duration = Duration::from_millis(50);
+const WRITE_EVERY: Duration = Duration::from_secs(1);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 /// One fetch of a sitemap file.
@@ -34,12 +38,13 @@ pub(crate) struct Fetch {
 }
 
 type FileKey = (Arc<str>, Box<str>, Crawler);
+type HourOf = (Arc<str>, Crawler, OffsetDateTime);
 
 /// What the writer has not written yet.
 #[derive(Default)]
 struct Pending {
     files: HashMap<FileKey, FileFetches>,
-    hours: HashMap<HourKey, u64>,
+    hours: HashMap<HourOf, u64>,
 }
 
 impl Pending {
@@ -52,11 +57,7 @@ impl Pending {
             .unwrap_or(fetch.at);
         *self
             .hours
-            .entry(HourKey {
-                site: fetch.site.to_string(),
-                crawler: fetch.crawler.name(),
-                hour,
-            })
+            .entry((fetch.site.clone(), fetch.crawler, hour))
             .or_default() += 1;
         // A file that does not exist gets a row only for a verified
         // crawler: anyone else could make up names without end.
@@ -94,20 +95,27 @@ impl Pending {
     }
 
     fn is_empty(&self) -> bool {
-        self.files.is_empty()
+        self.hours.is_empty()
     }
 }
 
 /// The request path's end of the ledger.
 #[derive(Debug, Clone)]
 pub(crate) struct LedgerSender {
-    fetches: mpsc::Sender<Fetch>,
+    buffer: Arc<Mutex<Vec<Fetch>>>,
     metrics: Arc<Metrics>,
 }
 
 impl LedgerSender {
     pub(crate) fn record(&self, fetch: Fetch) {
-        if self.fetches.try_send(fetch).is_err() {
+        let mut buffer = self
+            .buffer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if buffer.len() < BUFFER_CAPACITY {
+            buffer.push(fetch);
+        } else {
+            drop(buffer);
             self.metrics.crawler_fetch_dropped();
         }
     }
@@ -119,67 +127,120 @@ pub(crate) fn start(
     metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) -> (LedgerSender, tokio::task::JoinHandle<()>) {
-    let (fetches, received) = mpsc::channel(CHANNEL_CAPACITY);
+    let buffer = Arc::new(Mutex::new(Vec::with_capacity(BUFFER_CAPACITY)));
     let sender = LedgerSender {
-        fetches,
+        buffer: buffer.clone(),
         metrics: metrics.clone(),
     };
-    let task = tokio::spawn(write(store, received, metrics, stop));
+    let task = tokio::spawn(add_up(store, buffer, metrics, stop));
     (sender, task)
 }
 
-async fn write(
+/// Takes the buffer every 50 ms and adds it up; once a second hands the
+/// sums to the writer, or while the writer is still busy with the last
+/// ones, keeps adding to them. Never waits on the database itself.
+async fn add_up(
     store: Store,
-    mut received: mpsc::Receiver<Fetch>,
+    buffer: Arc<Mutex<Vec<Fetch>>>,
     metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) {
+    let (sums, to_write) = mpsc::channel::<Pending>(1);
+    let writer = tokio::spawn(write(store.clone(), to_write));
     let mut pending = Pending::default();
-    let mut flush = tokio::time::interval(FLUSH_EVERY);
-    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut taken = Vec::with_capacity(BUFFER_CAPACITY);
+    let mut take = tokio::time::interval(TAKE_EVERY);
+    take.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut hand_over = tokio::time::interval(WRITE_EVERY);
+    hand_over.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut prune = tokio::time::interval(PRUNE_EVERY);
     prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            fetch = received.recv() => match fetch {
-                Some(fetch) => {
-                    metrics.crawler_fetch(&fetch.site, fetch.crawler, fetch.status);
-                    pending.add(fetch);
+            _ = take.tick() => take_buffer(&buffer, &mut taken, &mut pending, &metrics),
+            _ = hand_over.tick() => {
+                if !pending.is_empty() {
+                    match sums.try_send(std::mem::take(&mut pending)) {
+                        Ok(()) => {}
+                        Err(mpsc::error::TrySendError::Full(back)
+                            | mpsc::error::TrySendError::Closed(back)) => pending = back,
+                    }
                 }
-                None => break,
-            },
-            _ = flush.tick() => write_out(&store, &mut pending).await,
+            }
             _ = prune.tick() => {
-                if let Err(error) = store.prune_crawler_hours().await {
-                    tracing::warn!(%error, "pruning the crawlers' hourly counts failed");
-                }
+                let store = store.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = store.prune_crawler_hours().await {
+                        tracing::warn!(%error, "pruning the crawlers' hourly counts failed");
+                    }
+                });
             }
             () = stop.cancelled() => break,
         }
     }
-    while let Ok(fetch) = received.try_recv() {
-        metrics.crawler_fetch(&fetch.site, fetch.crawler, fetch.status);
-        pending.add(fetch);
+    take_buffer(&buffer, &mut taken, &mut pending, &metrics);
+    if !pending.is_empty() {
+        let _ = sums.send(pending).await;
     }
-    write_out(&store, &mut pending).await;
+    drop(sums);
+    let _ = writer.await;
 }
 
-/// Writes what is pending; on failure it stays pending (its size bounded
-/// by files and crawlers) and the next tick tries again.
-async fn write_out(store: &Store, pending: &mut Pending) {
-    if pending.is_empty() {
-        return;
-    }
-    let files: Vec<FileFetches> = pending.files.values().cloned().collect();
-    let hours: Vec<(HourKey, u64)> = pending
-        .hours
-        .iter()
-        .map(|(key, count)| (key.clone(), *count))
-        .collect();
-    match store.record_crawler_fetches(&files, &hours).await {
-        Ok(()) => *pending = Pending::default(),
-        Err(error) => {
-            tracing::warn!(%error, files = files.len(), "writing the crawler ledger failed; retrying")
+/// Writes each batch of sums, again and again until it is written (a
+/// batch is bounded by files, crawlers and hours); ends once every batch
+/// handed over is written, or tried once more after the service stopped.
+async fn write(store: Store, mut to_write: mpsc::Receiver<Pending>) {
+    while let Some(pending) = to_write.recv().await {
+        let files: Vec<FileFetches> = pending.files.into_values().collect();
+        let hours: Vec<(HourKey, u64)> = pending
+            .hours
+            .into_iter()
+            .map(|((site, crawler, hour), count)| {
+                let key = HourKey {
+                    site: site.to_string(),
+                    crawler: crawler.name(),
+                    hour,
+                };
+                (key, count)
+            })
+            .collect();
+        loop {
+            match store.record_crawler_fetches(&files, &hours).await {
+                Ok(()) => break,
+                Err(error) if to_write.is_closed() => {
+                    tracing::warn!(%error, files = files.len(), "the crawler ledger's last fetches were not written");
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, files = files.len(), "writing the crawler ledger failed; retrying");
+                    tokio::time::sleep(WRITE_EVERY).await;
+                }
+            }
         }
+    }
+}
+
+/// Swaps the buffer for the empty `taken`, and adds up what it held.
+fn take_buffer(
+    buffer: &Mutex<Vec<Fetch>>,
+    taken: &mut Vec<Fetch>,
+    pending: &mut Pending,
+    metrics: &Metrics,
+) {
+    std::mem::swap(
+        &mut *buffer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        taken,
+    );
+    let mut counted: HashMap<(Arc<str>, Crawler, u16), u64> = HashMap::new();
+    for fetch in taken.drain(..) {
+        *counted
+            .entry((fetch.site.clone(), fetch.crawler, fetch.status))
+            .or_default() += 1;
+        pending.add(fetch);
+    }
+    for ((site, crawler, status), fetches) in counted {
+        metrics.crawler_fetches(&site, crawler, status, fetches);
     }
 }

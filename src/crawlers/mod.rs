@@ -129,11 +129,6 @@ impl Crawlers {
         ))
     }
 
-    /// Whether requests need looking at at all.
-    pub(crate) fn watching(&self) -> bool {
-        self.ledger.is_some() || self.access_log.is_some()
-    }
-
     /// Who sent a request from `peer` with `headers`.
     pub(crate) fn identify(&self, peer: SocketAddr, headers: &HeaderMap) -> Visitor {
         let address = self.proxies.client(peer, headers);

@@ -1,18 +1,20 @@
-//! Each response's part in the crawler ledger and the access log: who
-//! asked (after trusted proxies), which sitemap file and version they were
-//! served, the bytes the body sent and how long it took. Recorded when the
-//! body ends (sent, or abandoned with its connection), off the request's
-//! own work: lookups in memory and a send on a bounded channel.
+//! Each request's part in the crawler ledger and the access log.
+//!
+//! A sitemap file's fetch is recorded by its handler as it answers
+//! (`record`): the body's length is known then, except for a page inflated
+//! as the client reads it, whose fetch is recorded when its body ends. The
+//! access log's line is written when any response's body ends (sent, or
+//! abandoned with its connection), with the bytes it sent.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header::{HOST, USER_AGENT};
+use axum::http::Method;
+use axum::http::header::{CONTENT_LENGTH, HOST, USER_AGENT};
 use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
@@ -21,139 +23,123 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::HttpState;
-use crate::crawlers::{AccessLine, Crawlers, Fetch, Visitor};
+use crate::crawlers::{AccessLine, Fetch, LedgerSender, Visitor};
 
-/// Set on a response by the handler of a sitemap file (an index file, a
-/// page, a news sitemap): which file of which site was asked for.
-#[derive(Debug, Clone)]
-pub(crate) struct SitemapFile {
-    pub(crate) site: Arc<str>,
-    pub(crate) file: Box<str>,
-    /// The version served (its lastmod), when the file exists.
-    pub(crate) version: Option<OffsetDateTime>,
+/// Records `fetch` in the ledger with the bytes `response` sends: at once
+/// when its length is known, else when its body ends.
+pub(super) fn record(
+    ledger: &LedgerSender,
+    mut fetch: Fetch,
+    method: &Method,
+    response: Response,
+) -> Response {
+    let length = response
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    match (method == Method::HEAD, length) {
+        (true, _) => {
+            ledger.record(fetch);
+            response
+        }
+        (false, Some(length)) => {
+            fetch.bytes = length;
+            ledger.record(fetch);
+            response
+        }
+        (false, None) => {
+            let ledger = ledger.clone();
+            response.map(|body| {
+                Body::new(Counted {
+                    body,
+                    bytes: 0,
+                    done: Some(Box::new(move |bytes| {
+                        fetch.bytes = bytes;
+                        ledger.record(fetch);
+                    })),
+                })
+            })
+        }
+    }
 }
 
-/// Set on the response of a file that exists: the version it served.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ServedVersion(pub(crate) OffsetDateTime);
-
-/// What a request's line in the access log says of the request itself.
+/// What a request's access log line says of the request itself.
 struct Asked {
+    at: OffsetDateTime,
+    started: Instant,
+    visitor: Visitor,
     method: String,
     host: Option<String>,
     path: String,
     user_agent: Option<String>,
 }
 
-pub(super) async fn watch(
+/// The access log's middleware: a line per request, written when its
+/// response's body ends.
+pub(super) async fn log_access(
     State(state): State<HttpState>,
     request: Request,
     next: Next,
 ) -> Response {
-    let crawlers = &state.crawlers;
-    if !crawlers.watching() {
+    let Some(log) = state.crawlers.access_log.clone() else {
         return next.run(request).await;
-    }
-    let started = Instant::now();
-    let at = OffsetDateTime::now_utc();
+    };
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |info| info.0);
-    let visitor = crawlers.identify(peer, request.headers());
-    let asked = crawlers.access_log.is_some().then(|| {
-        let text = |name| {
-            request
-                .headers()
-                .get(name)
-                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-        };
-        Asked {
-            method: request.method().to_string(),
-            host: text(HOST),
-            path: request.uri().path().to_owned(),
-            user_agent: text(USER_AGENT),
-        }
-    });
-    let mut response = next.run(request).await;
-    let file = response.extensions_mut().remove::<SitemapFile>();
-    let fetch = match (&crawlers.ledger, file) {
-        (Some(_), Some(file)) => Some(Fetch {
-            at,
-            site: file.site,
-            file: file.file,
-            crawler: visitor.crawler,
-            status: response.status().as_u16(),
-            version: file.version,
-            bytes: 0,
-        }),
-        _ => None,
+    let headers = request.headers();
+    let text = |name| {
+        headers
+            .get(name)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
     };
-    if fetch.is_none() && asked.is_none() {
-        return response;
-    }
-    let end = End {
-        crawlers: state.crawlers.clone(),
-        visitor,
-        started,
-        at,
-        status: response.status().as_u16(),
-        fetch,
-        asked,
+    let asked = Asked {
+        at: OffsetDateTime::now_utc(),
+        started: Instant::now(),
+        visitor: state.crawlers.identify(peer, headers),
+        method: request.method().to_string(),
+        host: text(HOST),
+        path: request.uri().path().to_owned(),
+        user_agent: text(USER_AGENT),
     };
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
     response.map(|body| {
-        Body::new(Watched {
+        Body::new(Counted {
             body,
             bytes: 0,
-            end: Some(end),
+            done: Some(Box::new(move |bytes| {
+                log.log(&AccessLine {
+                    time: asked.at.format(&Rfc3339).unwrap_or_default(),
+                    client: asked.visitor.address,
+                    method: asked.method,
+                    host: asked.host,
+                    path: asked.path,
+                    status,
+                    bytes,
+                    duration_ms: asked.started.elapsed().as_secs_f64() * 1000.0,
+                    user_agent: asked.user_agent,
+                    crawler: asked.visitor.family.name(),
+                    verified: asked.visitor.crawler.is_verified(),
+                });
+            })),
         })
     })
 }
 
-/// What is recorded when the body ends.
-struct End {
-    crawlers: Arc<Crawlers>,
-    visitor: Visitor,
-    started: Instant,
-    at: OffsetDateTime,
-    status: u16,
-    fetch: Option<Fetch>,
-    asked: Option<Asked>,
-}
+/// What is done with the bytes a body sent when it ends.
+type Done = Box<dyn FnOnce(u64) + Send>;
 
-impl End {
-    fn record(self, bytes: u64) {
-        if let (Some(ledger), Some(mut fetch)) = (&self.crawlers.ledger, self.fetch) {
-            fetch.bytes = bytes;
-            ledger.record(fetch);
-        }
-        if let (Some(log), Some(asked)) = (&self.crawlers.access_log, self.asked) {
-            log.log(&AccessLine {
-                time: self.at.format(&Rfc3339).unwrap_or_default(),
-                client: self.visitor.address,
-                method: asked.method,
-                host: asked.host,
-                path: asked.path,
-                status: self.status,
-                bytes,
-                duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
-                user_agent: asked.user_agent,
-                crawler: self.visitor.family.name(),
-                verified: self.visitor.crawler.is_verified(),
-            });
-        }
-    }
-}
-
-/// A response body that counts what it sends and records the request
-/// when it is dropped.
-struct Watched {
+/// A response body that counts what it sends and, when dropped (sent
+/// whole, or abandoned with its connection), hands the count on.
+struct Counted {
     body: Body,
     bytes: u64,
-    end: Option<End>,
+    done: Option<Done>,
 }
 
-impl http_body::Body for Watched {
+impl http_body::Body for Counted {
     type Data = Bytes;
     type Error = axum::Error;
 
@@ -179,10 +165,10 @@ impl http_body::Body for Watched {
     }
 }
 
-impl Drop for Watched {
+impl Drop for Counted {
     fn drop(&mut self) {
-        if let Some(end) = self.end.take() {
-            end.record(self.bytes);
+        if let Some(done) = self.done.take() {
+            done(self.bytes);
         }
     }
 }

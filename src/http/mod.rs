@@ -150,7 +150,7 @@ fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpSta
         .layer(axum::middleware::from_fn(require_valid_host))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            fetches::watch,
+            fetches::log_access,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

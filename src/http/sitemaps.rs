@@ -2,10 +2,12 @@
 //! robots.txt, with the validators crawlers revalidate by.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -15,10 +17,11 @@ use super::api::Caller;
 use super::bodies::{HeldChunks, INFLATE_HOLD_BYTES, Inflated};
 use super::browse::{self, Audience, Links, ViewQuery};
 use super::caching::Validators;
-use super::fetches::{ServedVersion, SitemapFile};
+use super::fetches;
 use super::host::request_host;
 use super::negotiate::negotiate;
 use super::{HttpError, HttpState};
+use crate::crawlers::Fetch;
 use crate::metrics::{route_of, routes};
 use crate::pages::cache::{Chunks, PageKey, Source, total_len};
 use crate::pages::codec::{Codec, compress};
@@ -45,6 +48,7 @@ pub(super) async fn dispatch(
     method: Method,
     headers: HeaderMap,
     uri: Uri,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
 ) -> Result<Response, HttpError> {
     if method != Method::GET && method != Method::HEAD {
         return Err(HttpError::MethodNotAllowed);
@@ -87,18 +91,24 @@ pub(super) async fn dispatch(
     } else {
         return Err(HttpError::NotFound);
     };
+    let (response, version) = served.unwrap_or_else(|error| (error.into_response(), None));
     // Whatever the answer, the ledger learns which file was asked for.
-    let mut response = served.unwrap_or_else(IntoResponse::into_response);
-    let version = response
-        .extensions_mut()
-        .remove::<ServedVersion>()
-        .map(|served| served.0);
-    response.extensions_mut().insert(SitemapFile {
-        site: Arc::from(routed.site.name.as_str()),
-        file: Box::from(routed.file),
-        version,
-    });
-    Ok(response)
+    Ok(match &state.crawlers.ledger {
+        Some(ledger) => {
+            let peer = peer.map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |info| info.0.0);
+            let fetch = Fetch {
+                at: OffsetDateTime::now_utc(),
+                site: Arc::from(routed.site.name.as_str()),
+                file: Box::from(routed.file),
+                crawler: state.crawlers.identify(peer, &headers).crawler,
+                status: response.status().as_u16(),
+                version,
+                bytes: 0,
+            };
+            fetches::record(ledger, fetch, &method, response)
+        }
+        None => response,
+    })
 }
 
 /// The version of a site's sitemap file that is served now (`None`: it is
@@ -128,6 +138,9 @@ pub(super) async fn current_version(
         .map(|summary| summary.lastmod))
 }
 
+/// A sitemap file's response, and the version it serves (its lastmod).
+type Served = (Response, Option<OffsetDateTime>);
+
 /// `sitemap_index.xml`: one entry per non-empty page, from the summaries
 /// alone, each page's lastmod being when a row of it last changed. As
 /// `sitemap_index.xml.gz` it is the same document as a gzip file, sent like
@@ -146,7 +159,7 @@ async fn index(
     file: IndexFile,
     encoding: Encoding,
     request: &HeaderMap,
-) -> Result<Response, HttpError> {
+) -> Result<Served, HttpError> {
     let members = on_host.index_members(site);
     let listing = state.pages.indexes.listing(&members).await?;
     // An index must list at least one sitemap (siteindex.xsd), and so must
@@ -189,13 +202,9 @@ async fn index(
         representation.tag()
     );
     let validators = Validators::new(version, &variant, newest);
-    let served = newest.map(ServedVersion);
     if validators.client_is_current(request) {
-        let mut response = validators.not_modified(state.cache_max_age, representation.vary());
-        if let Some(served) = served {
-            response.extensions_mut().insert(served);
-        }
-        return Ok(response);
+        let response = validators.not_modified(state.cache_max_age, representation.vary());
+        return Ok((response, newest));
     }
     let mut out = Vec::with_capacity(128 + capacity * 128);
     let mut writer = IndexWriter::start(&mut out);
@@ -250,10 +259,7 @@ async fn index(
         .into_response();
     representation.apply(response.headers_mut());
     validators.apply(response.headers_mut(), state.cache_max_age);
-    if let Some(served) = served {
-        response.extensions_mut().insert(served);
-    }
-    Ok(response)
+    Ok((response, newest))
 }
 
 /// For each run of `capacity` listed pages, the newest change among all
@@ -356,7 +362,7 @@ async fn page(
     encoding: Encoding,
     method: &Method,
     request: &HeaderMap,
-) -> Result<Response, HttpError> {
+) -> Result<Served, HttpError> {
     let summary = state
         .pages
         .summary(site, &name.section, name.page)
@@ -376,11 +382,8 @@ async fn page(
     let codec = representation.codec;
     let validators = page_validators(state, summary.lastmod, representation.page_tag());
     if validators.client_is_current(request) {
-        let mut response = validators.not_modified(state.cache_max_age, representation.vary());
-        response
-            .extensions_mut()
-            .insert(ServedVersion(summary.lastmod));
-        return Ok(response);
+        let response = validators.not_modified(state.cache_max_age, representation.vary());
+        return Ok((response, Some(summary.lastmod)));
     }
     let route = match (encoding, name.is_news()) {
         (Encoding::Gzip, false) => routes::PAGE_GZ,
@@ -430,10 +433,7 @@ async fn page(
     };
     representation.apply(response.headers_mut());
     validators.apply(response.headers_mut(), state.cache_max_age);
-    response
-        .extensions_mut()
-        .insert(ServedVersion(summary.lastmod));
-    Ok(response)
+    Ok((response, Some(summary.lastmod)))
 }
 
 fn page_validators(state: &HttpState, changed: OffsetDateTime, representation: &str) -> Validators {

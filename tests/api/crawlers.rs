@@ -188,6 +188,26 @@ async fn a_crawler_from_its_ranges_is_verified_and_the_same_user_agent_elsewhere
     )
     .await;
     assert_eq!(revalidated.status(), 304);
+    // An uncompressed page is inflated as it is sent: its bytes are
+    // counted as they go.
+    let plain = fetch_from(
+        &app,
+        "127.0.0.2",
+        "/sitemap-1.xml",
+        &[("user-agent", GOOGLEBOT)],
+    )
+    .await;
+    assert_eq!(plain.status(), 200);
+    assert!(plain.headers().get("content-length").is_none(), "streamed");
+    let plain_bytes = plain.bytes().await.expect("page").len() as i64;
+    let files = until_ledger(&app, "", |files| {
+        row(files, "sitemap-1.xml", "googlebot").is_some_and(|f| f["bytes"] == plain_bytes)
+    })
+    .await;
+    assert_eq!(
+        row(&files, "sitemap-1.xml", "googlebot").expect("there")["fetches"],
+        1
+    );
     let missing = fetch_from(
         &app,
         "127.0.0.2",
@@ -223,7 +243,7 @@ async fn a_crawler_from_its_ranges_is_verified_and_the_same_user_agent_elsewhere
 
     let metrics = app.metrics().await.text().await.expect("metrics");
     for line in [
-        r#"sitemapd_crawler_fetches_total{site="default",crawler="googlebot",verified="true",status="200"} 2"#,
+        r#"sitemapd_crawler_fetches_total{site="default",crawler="googlebot",verified="true",status="200"} 3"#,
         r#"sitemapd_crawler_fetches_total{site="default",crawler="googlebot",verified="true",status="304"} 1"#,
         r#"sitemapd_crawler_fetches_total{site="default",crawler="googlebot",verified="true",status="404"} 1"#,
         r#"sitemapd_crawler_fetches_total{site="default",crawler="unverified",verified="false",status="200"} 2"#,
