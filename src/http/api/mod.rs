@@ -355,6 +355,23 @@ struct StatsQuery {
     site: Option<String>,
 }
 
+/// The site a read asks about: `?site=`, or without it a site's token's
+/// own (an operator's reads every site); `403` for another than the token's.
+fn asked_site(
+    caller: &Caller,
+    query: Result<Query<StatsQuery>, QueryRejection>,
+) -> Result<Option<String>, HttpError> {
+    let Query(query) = query.map_err(|e| bad_query(&e, "[?site=…]"))?;
+    let site = match (caller, query.site) {
+        (Caller::Site(own), None) => Some(own.to_string()),
+        (_, site) => site,
+    };
+    if let Some(site) = &site {
+        caller.may_touch(site)?;
+    }
+    Ok(site)
+}
+
 /// Counts per site, section and page, and rows left out of the sitemaps.
 #[utoipa::path(
     get,
@@ -371,14 +388,7 @@ async fn stats(
     Extension(caller): Extension<Caller>,
     query: Result<Query<StatsQuery>, QueryRejection>,
 ) -> Result<Json<Stats>, HttpError> {
-    let Query(query) = query.map_err(|e| bad_query(&e, "[?site=…]"))?;
-    let site = match (&caller, query.site) {
-        (Caller::Site(own), None) => Some(own.to_string()),
-        (_, site) => site,
-    };
-    if let Some(site) = &site {
-        caller.may_touch(site)?;
-    }
+    let site = asked_site(&caller, query)?;
     let (sites, clusters) = state.store.stats(site.as_deref()).await?;
     let mut bases = BTreeMap::new();
     for site in &sites {
@@ -407,14 +417,7 @@ async fn crawlers(
     Extension(caller): Extension<Caller>,
     query: Result<Query<StatsQuery>, QueryRejection>,
 ) -> Result<Json<CrawlerLedger>, HttpError> {
-    let Query(query) = query.map_err(|e| bad_query(&e, "[?site=…]"))?;
-    let site = match (&caller, query.site) {
-        (Caller::Site(own), None) => Some(own.to_string()),
-        (_, site) => site,
-    };
-    if let Some(site) = &site {
-        caller.may_touch(site)?;
-    }
+    let site = asked_site(&caller, query)?;
     let holdings = super::ledger::holdings(&state, site.as_deref()).await?;
     let mut bases = BTreeMap::new();
     let mut files = Vec::with_capacity(holdings.len());
