@@ -33,10 +33,16 @@ pub(super) fn record(
     method: &Method,
     response: Response,
 ) -> Response {
-    let length = response
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    // A `304`'s empty body says its length itself; a page's is in its
+    // header.
+    let length = http_body::Body::size_hint(response.body())
+        .exact()
+        .or_else(|| {
+            response
+                .headers()
+                .get(CONTENT_LENGTH)
+                .and_then(|value| value.to_str().ok()?.parse::<u64>().ok())
+        });
     match (method == Method::HEAD, length) {
         (true, _) => {
             ledger.record(fetch);
