@@ -54,6 +54,14 @@ fn client_from(from: &str) -> reqwest::Client {
         .expect("a client")
 }
 
+/// The status of a GET of `path` from `from` with `user_agent`.
+async fn status_from(app: &TestApp, from: &str, path: &str, user_agent: &str) -> u16 {
+    fetch_from(app, from, path, &[("user-agent", user_agent)])
+        .await
+        .status()
+        .as_u16()
+}
+
 /// The ledger as the API gives it, once `done` holds of it (within 10 s).
 async fn until_ledger(app: &TestApp, query: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let mut files = Vec::new();
@@ -108,23 +116,15 @@ async fn a_crawler_from_its_ranges_is_verified_and_the_same_user_agent_elsewhere
     let etag = header(&page, "etag").to_owned();
     let page_bytes = page.bytes().await.expect("page").len() as i64;
     for from in ["127.0.0.1", "127.0.0.3"] {
-        let spoof = fetch_from(
-            &app,
-            from,
-            "/sitemap-1.xml.gz",
-            &[("user-agent", GOOGLEBOT)],
-        )
-        .await;
-        assert_eq!(spoof.status(), 200);
+        assert_eq!(
+            status_from(&app, from, "/sitemap-1.xml.gz", GOOGLEBOT).await,
+            200
+        );
     }
-    let bing = fetch_from(
-        &app,
-        "127.0.0.3",
-        "/sitemap_index.xml",
-        &[("user-agent", BINGBOT)],
-    )
-    .await;
-    assert_eq!(bing.status(), 200);
+    assert_eq!(
+        status_from(&app, "127.0.0.3", "/sitemap_index.xml", BINGBOT).await,
+        200
+    );
     let scrapy = fetch_from(
         &app,
         "127.0.0.1",
@@ -208,22 +208,14 @@ async fn a_crawler_from_its_ranges_is_verified_and_the_same_user_agent_elsewhere
         row(&files, "sitemap-1.xml", "googlebot").expect("there")["fetches"],
         1
     );
-    let missing = fetch_from(
-        &app,
-        "127.0.0.2",
-        "/sitemap-9.xml.gz",
-        &[("user-agent", GOOGLEBOT)],
-    )
-    .await;
-    assert_eq!(missing.status(), 404);
-    let made_up = fetch_from(
-        &app,
-        "127.0.0.1",
-        "/sitemap-8.xml.gz",
-        &[("user-agent", GOOGLEBOT)],
-    )
-    .await;
-    assert_eq!(made_up.status(), 404);
+    assert_eq!(
+        status_from(&app, "127.0.0.2", "/sitemap-9.xml.gz", GOOGLEBOT).await,
+        404
+    );
+    assert_eq!(
+        status_from(&app, "127.0.0.1", "/sitemap-8.xml.gz", GOOGLEBOT).await,
+        404
+    );
     let files = until_ledger(&app, "", |files| {
         fetches(files, "sitemap-1.xml.gz", "googlebot") == 3
             && fetches(files, "sitemap-9.xml.gz", "googlebot") == 1

@@ -390,10 +390,7 @@ async fn stats(
 ) -> Result<Json<Stats>, HttpError> {
     let site = asked_site(&caller, query)?;
     let (sites, clusters) = state.store.stats(site.as_deref()).await?;
-    let mut bases = BTreeMap::new();
-    for site in &sites {
-        bases.insert(site.site.clone(), base_url(&state, &site.site).await?);
-    }
+    let bases = base_urls(&state, sites.iter().map(|site| site.site.as_str())).await?;
     Ok(Json(Stats::new(sites, clusters, |site, section, page| {
         page_url(bases.get(site).map_or("", String::as_str), section, page)
     })))
@@ -419,15 +416,11 @@ async fn crawlers(
 ) -> Result<Json<CrawlerLedger>, HttpError> {
     let site = asked_site(&caller, query)?;
     let holdings = super::ledger::holdings(&state, site.as_deref()).await?;
-    let mut bases = BTreeMap::new();
-    let mut files = Vec::with_capacity(holdings.len());
-    for holding in &holdings {
-        let site = &holding.row.site;
-        if !bases.contains_key(site) {
-            bases.insert(site.clone(), base_url(&state, site).await?);
-        }
-        files.push(CrawledFile::new(holding, &bases[site]));
-    }
+    let bases = base_urls(&state, holdings.iter().map(|h| h.row.site.as_str())).await?;
+    let files = holdings
+        .iter()
+        .map(|holding| CrawledFile::new(holding, &bases[&holding.row.site]))
+        .collect();
     Ok(Json(CrawlerLedger { files }))
 }
 
@@ -438,6 +431,20 @@ fn bad_query(error: &QueryRejection, expected: &str) -> Problem {
         "bad-query",
         format!("{error} (expected {expected})"),
     )
+}
+
+/// The base URL of each site named in `sites`, by name (see [`base_url`]).
+async fn base_urls<'a>(
+    state: &HttpState,
+    sites: impl Iterator<Item = &'a str>,
+) -> Result<BTreeMap<String, String>, HttpError> {
+    let mut bases = BTreeMap::new();
+    for site in sites {
+        if !bases.contains_key(site) {
+            bases.insert(site.to_owned(), base_url(state, site).await?);
+        }
+    }
+    Ok(bases)
 }
 
 /// The base URL of the site `name` (empty for a site that no longer
