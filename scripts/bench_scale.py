@@ -81,7 +81,8 @@ class Client:
 
 
 def start_server(binary, database_url, base_url, port, extra_env, log):
-    env = dict(os.environ)
+    # Logging as deployed: RUST_LOG unset.
+    env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
     env.update(
         {
             "DATABASE_URL": database_url,
@@ -89,7 +90,6 @@ def start_server(binary, database_url, base_url, port, extra_env, log):
             # As seeded: another base URL would re-check every row's scope.
             "SITEMAPD_BASE_URL": base_url,
             "SITEMAPD_WARM_UP_INTERVAL_MS": "0",
-            "RUST_LOG": "warn",
         }
     )
     env.update(extra_env)

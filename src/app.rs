@@ -184,7 +184,7 @@ impl App {
             sites,
             primary: config.primary_site().name.clone(),
             site_defaults: settings.site_defaults(),
-            cache_max_age: settings.cache_max_age_seconds,
+            cache_control: http::caching::cache_control(settings.cache_max_age_seconds),
             retry_after: HeaderValue::from(settings.retry_after_seconds),
             bodies: http::bodies::BodyBudget::new(settings.response_memory_bytes, metrics.clone()),
             metrics,

@@ -26,10 +26,14 @@ pub(super) struct Validators {
 impl Validators {
     /// `version` identifies the content (e.g. a change time in
     /// microseconds), `variant` the settings and representation.
-    pub(super) fn new(version: u128, variant: &str, changed: Option<OffsetDateTime>) -> Validators {
+    pub(super) fn new(
+        version: u128,
+        variant: impl std::fmt::Display,
+        changed: Option<OffsetDateTime>,
+    ) -> Validators {
         let etag = format!("\"{version:x}-{variant}\"");
         Validators {
-            etag: HeaderValue::from_str(&etag).expect("hex digits and a slug make a valid header"),
+            etag: HeaderValue::try_from(etag).expect("hex digits and a slug make a valid header"),
             last_modified: changed.map(|changed| {
                 SystemTime::UNIX_EPOCH
                     + Duration::from_secs(u64::try_from(changed.unix_timestamp()).unwrap_or(0))
@@ -58,22 +62,26 @@ impl Validators {
     }
 
     /// Adds `ETag`, `Last-Modified` and `Cache-Control` to a response.
-    pub(super) fn apply(&self, headers: &mut HeaderMap, max_age: u32) {
+    pub(super) fn apply(&self, headers: &mut HeaderMap, cache_control: &HeaderValue) {
         headers.insert(header::ETAG, self.etag.clone());
         if let Some(modified) = self.last_modified {
             let date = httpdate::fmt_http_date(modified);
             headers.insert(
                 header::LAST_MODIFIED,
-                HeaderValue::from_str(&date).expect("an HTTP date is a valid header"),
+                HeaderValue::try_from(date).expect("an HTTP date is a valid header"),
             );
         }
-        headers.insert(header::CACHE_CONTROL, cache_control(max_age));
+        headers.insert(header::CACHE_CONTROL, cache_control.clone());
     }
 
     /// The `304 Not Modified` answer: validators, no body.
-    pub(super) fn not_modified(&self, max_age: u32, vary: Option<HeaderValue>) -> Response {
+    pub(super) fn not_modified(
+        &self,
+        cache_control: &HeaderValue,
+        vary: Option<HeaderValue>,
+    ) -> Response {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
-        self.apply(response.headers_mut(), max_age);
+        self.apply(response.headers_mut(), cache_control);
         if let Some(vary) = vary {
             response.headers_mut().insert(header::VARY, vary);
         }
@@ -81,7 +89,8 @@ impl Validators {
     }
 }
 
-fn cache_control(max_age: u32) -> HeaderValue {
+/// `Cache-Control` of sitemap documents kept `max_age` seconds.
+pub(crate) fn cache_control(max_age: u32) -> HeaderValue {
     HeaderValue::from_str(&format!("public, max-age={max_age}"))
         .expect("digits make a valid header")
 }

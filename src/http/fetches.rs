@@ -12,10 +12,9 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::Method;
 use axum::http::header::{CONTENT_LENGTH, HOST, USER_AGENT};
-use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -23,7 +22,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::HttpState;
-use crate::crawlers::{AccessLine, Fetch, LedgerSender, Visitor};
+use crate::crawlers::{AccessLine, AccessLog, Fetch, LedgerSender, Visitor};
 
 /// Records `fetch` in the ledger with the bytes `response` sends: at once
 /// when its length is known, else when its body ends.
@@ -70,7 +69,8 @@ pub(super) fn record(
 }
 
 /// What a request's access log line says of the request itself.
-struct Asked {
+pub(super) struct Asked {
+    log: AccessLog,
     at: OffsetDateTime,
     started: Instant,
     visitor: Visitor,
@@ -80,43 +80,43 @@ struct Asked {
     user_agent: Option<String>,
 }
 
-/// The access log's middleware: a line per request, written when its
-/// response's body ends.
-pub(super) async fn log_access(
-    State(state): State<HttpState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(log) = state.crawlers.access_log.clone() else {
-        return next.run(request).await;
-    };
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |info| info.0);
-    let headers = request.headers();
-    let text = |name| {
-        headers
-            .get(name)
-            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-    };
-    let asked = Asked {
-        at: OffsetDateTime::now_utc(),
-        started: Instant::now(),
-        visitor: state.crawlers.identify(peer, headers),
-        method: request.method().to_string(),
-        host: text(HOST),
-        path: request.uri().path().to_owned(),
-        user_agent: text(USER_AGENT),
-    };
-    let response = next.run(request).await;
+impl Asked {
+    /// What the access log will say of `request`; `None` when the log is
+    /// off.
+    pub(super) fn of(state: &HttpState, request: &Request) -> Option<Asked> {
+        let log = state.crawlers.access_log.clone()?;
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |info| info.0);
+        let headers = request.headers();
+        let text = |name| {
+            headers
+                .get(name)
+                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        };
+        Some(Asked {
+            log,
+            at: OffsetDateTime::now_utc(),
+            started: Instant::now(),
+            visitor: state.crawlers.identify(peer, headers),
+            method: request.method().to_string(),
+            host: text(HOST),
+            path: request.uri().path().to_owned(),
+            user_agent: text(USER_AGENT),
+        })
+    }
+}
+
+/// Writes the access log's line of `asked` when `response`'s body ends.
+pub(super) fn log_when_sent(asked: Asked, response: Response) -> Response {
     let status = response.status().as_u16();
     response.map(|body| {
         Body::new(Counted {
             body,
             bytes: 0,
             done: Some(Box::new(move |bytes| {
-                log.log(&AccessLine {
+                asked.log.log(&AccessLine {
                     time: asked.at.format(&Rfc3339).unwrap_or_default(),
                     client: asked.visitor.address,
                     method: asked.method,

@@ -7,7 +7,7 @@
 pub(crate) mod api;
 pub(crate) mod bodies;
 mod browse;
-mod caching;
+pub(crate) mod caching;
 pub(crate) mod connections;
 mod error;
 mod fetches;
@@ -15,22 +15,23 @@ mod health;
 mod host;
 mod ledger;
 mod negotiate;
+mod public;
 mod sitemaps;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use connections::raise_open_files_limit;
 pub(crate) use error::HttpError;
+pub(crate) use public::Public;
 
-use crate::metrics::{Metrics, route_of};
+use crate::metrics::Metrics;
 use crate::site::{Directory, SiteDefaults};
 use crate::store::Store;
 
@@ -51,8 +52,9 @@ pub struct Shared {
     pub(crate) site_defaults: SiteDefaults,
     /// The pages: summaries, cache and builds.
     pub pages: Arc<crate::pages::Pages>,
-    /// `Cache-Control: public, max-age=` of sitemap documents, in seconds.
-    pub(crate) cache_max_age: u32,
+    /// `Cache-Control` of sitemap documents: `public, max-age=` the
+    /// setting.
+    pub(crate) cache_control: HeaderValue,
     /// Sent with every `503`: when a crawler should come back.
     pub(crate) retry_after: HeaderValue,
     pub(crate) metrics: Arc<Metrics>,
@@ -82,38 +84,18 @@ impl std::ops::Deref for HttpState {
     }
 }
 
-/// The service's routes with their shared layers.
-pub(crate) fn router(state: HttpState) -> Router {
+/// The public port's service: its routes in the pipeline every request
+/// goes through.
+pub(crate) fn router(state: HttpState) -> Public {
     let mut router = health_routes();
     if state.metrics_public {
         router = router.route("/metrics", get(metrics));
     }
-    public_layers(
-        router
-            .merge(api::router(&state))
-            .fallback(sitemaps::dispatch),
-        &state,
-    )
-    .layer(
-        TraceLayer::new_for_http()
-            // One line per request, in its span: status and latency.
-            .on_response(DefaultOnResponse::new().level(tracing::Level::INFO))
-            .make_span_with(|request: &Request| {
-                // Sitemap routes are resolved by site inside the handler, which
-                // records the route template then.
-                let route = request
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map(MatchedPath::as_str);
-                tracing::info_span!(
-                    "request",
-                    method = %request.method(),
-                    route = route.map(tracing::field::display),
-                    path = %request.uri().path()
-                )
-            }),
-    )
-    .with_state(state)
+    let routes = router
+        .merge(api::router(&state))
+        .fallback(sitemaps::dispatch)
+        .with_state(state.clone());
+    Public::new(state, routes)
 }
 
 /// `/healthz` and `/readyz`, which every listener answers.
@@ -132,48 +114,20 @@ pub(crate) fn metrics_router(state: HttpState) -> Router {
         .route(crate::metrics::routes::HTML_VIEW, get(operators_view))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
-            finish_response,
+            |State(state): State<HttpState>, response: Response| async move {
+                public::finish_response(&state, response)
+            },
         ))
         .with_state(state)
 }
 
 /// What a connection past `max_connections` is answered: the health checks
 /// as ever, so probes get through a flood, and `503` for anything else.
-pub(crate) fn overflow_router(state: HttpState) -> Router {
-    public_layers(health_routes().fallback(too_many_connections), &state).with_state(state)
-}
-
-/// What every response on the public port goes through: `Host` checked,
-/// counted by route and status, `Retry-After` on every `503`, `nosniff`.
-fn public_layers(router: Router<HttpState>, state: &HttpState) -> Router<HttpState> {
-    router
-        .layer(axum::middleware::from_fn(require_valid_host))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            fetches::log_access,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            count_request,
-        ))
-        .layer(axum::middleware::map_response_with_state(
-            state.clone(),
-            finish_response,
-        ))
-}
-
-/// `400` for a request whose `Host` is missing, repeated or malformed, which
-/// could otherwise be routed by a guess.
-async fn require_valid_host(request: Request, next: axum::middleware::Next) -> Response {
-    match host::host_problem(request.version(), request.headers()) {
-        Some(problem) => (
-            StatusCode::BAD_REQUEST,
-            [(header::CONNECTION, HeaderValue::from_static("close"))],
-            format!("bad request: {problem}\n"),
-        )
-            .into_response(),
-        None => next.run(request).await,
-    }
+pub(crate) fn overflow_router(state: HttpState) -> Public {
+    let routes = health_routes()
+        .fallback(too_many_connections)
+        .with_state(state.clone());
+    Public::new(state, routes)
 }
 
 async fn too_many_connections(State(state): State<HttpState>) -> Response {
@@ -260,33 +214,4 @@ async fn metrics(State(state): State<HttpState>) -> Response {
     let content_type =
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
     ([(header::CONTENT_TYPE, content_type)], text).into_response()
-}
-
-async fn count_request(
-    State(state): State<HttpState>,
-    request: Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let route = route_of(request.uri().path());
-    let response = next.run(request).await;
-    state.metrics.request(route, response.status().as_u16());
-    response
-}
-
-/// What every response of both listeners carries: `Retry-After` on a
-/// `503`, and `nosniff`, so each is taken for its declared type and an
-/// error that quotes the request stays text, whatever the request put in it.
-async fn finish_response(State(state): State<HttpState>, mut response: Response) -> Response {
-    let unavailable = response.status() == StatusCode::SERVICE_UNAVAILABLE;
-    let headers = response.headers_mut();
-    if unavailable {
-        headers
-            .entry(header::RETRY_AFTER)
-            .or_insert_with(|| state.retry_after.clone());
-    }
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
 }

@@ -5,10 +5,9 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Query, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
+use axum::extract::{ConnectInfo, Query, Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use time::OffsetDateTime;
@@ -22,7 +21,7 @@ use super::host::request_host;
 use super::negotiate::negotiate;
 use super::{HttpError, HttpState};
 use crate::crawlers::Fetch;
-use crate::metrics::{route_of, routes};
+use crate::metrics::routes;
 use crate::pages::cache::{Chunks, PageKey, Source, total_len};
 use crate::pages::codec::{Codec, compress};
 use crate::pages::{IndexListing, digest, sitemap_lines};
@@ -45,49 +44,39 @@ const VARY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("accept-encod
 /// path is used raw, not percent-decoded, so each document has one URL.
 pub(super) async fn dispatch(
     State(state): State<HttpState>,
-    method: Method,
-    headers: HeaderMap,
-    uri: Uri,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    request: Request,
 ) -> Result<Response, HttpError> {
+    let (request, _) = request.into_parts();
+    let (method, headers, uri) = (&request.method, &request.headers, &request.uri);
     if method != Method::GET && method != Method::HEAD {
         return Err(HttpError::MethodNotAllowed);
     }
-    let host = request_host(&headers, &uri);
-    tracing::Span::current().record("route", route_of(uri.path()));
+    let host = request_host(headers, uri);
     let on_host = state.sites.on_host(host.as_deref()).await?;
     if uri.path() == routes::ROBOTS {
-        return robots(&state, &on_host, &headers).await;
+        return robots(&state, &on_host, headers).await;
     }
     if let Some(key) = on_host.indexnow_key(uri.path()) {
-        return Ok(indexnow_key_file(&state, key, &headers));
+        return Ok(indexnow_key_file(&state, key, headers));
     }
     let routed = on_host.route(uri.path()).ok_or(HttpError::NotFound)?;
     if routed.file == "sitemap.xsl" {
-        return Ok(stylesheet(&state, &headers));
+        return Ok(stylesheet(&state, headers));
     }
     if routed.file == browse::FILE {
-        let Query(query) = Query::<ViewQuery>::try_from_uri(&uri)
+        let Query(query) = Query::<ViewQuery>::try_from_uri(uri)
             .map_err(|rejection| HttpError::BadRequest(rejection.body_text()))?;
         // An operator's token, or the site's own, shows what is left out.
-        let audience = match Caller::of(&state, &headers).await? {
+        let audience = match Caller::of(&state, headers).await? {
             Some(caller) if caller.may_touch(&routed.site.name).is_ok() => Audience::Operator,
             _ => Audience::Public,
         };
-        return browse::view(
-            &state,
-            routed.site,
-            query,
-            audience,
-            Links::Public,
-            &headers,
-        )
-        .await;
+        return browse::view(&state, routed.site, query, audience, Links::Public, headers).await;
     }
     let served = if let Some((file, encoding)) = IndexFile::parse(routed.file) {
-        index(&state, &on_host, routed.site, file, encoding, &headers).await
+        index(&state, &on_host, routed.site, file, encoding, headers).await
     } else if let Some((name, encoding)) = PageName::parse(routed.file) {
-        page(&state, routed.site, name, encoding, &method, &headers).await
+        page(&state, routed.site, name, encoding, method, headers).await
     } else {
         return Err(HttpError::NotFound);
     };
@@ -95,17 +84,20 @@ pub(super) async fn dispatch(
     // Whatever the answer, the ledger learns which file was asked for.
     Ok(match &state.crawlers.ledger {
         Some(ledger) => {
-            let peer = peer.map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |info| info.0.0);
+            let peer = request
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |info| info.0);
             let fetch = Fetch {
                 at: OffsetDateTime::now_utc(),
                 site: Arc::from(routed.site.name.as_str()),
                 file: Box::from(routed.file),
-                crawler: state.crawlers.identify(peer, &headers).crawler,
+                crawler: state.crawlers.identify(peer, headers).crawler,
                 status: response.status().as_u16(),
                 version,
                 bytes: 0,
             };
-            fetches::record(ledger, fetch, &method, response)
+            fetches::record(ledger, fetch, method, response)
         }
         None => response,
     })
@@ -203,7 +195,7 @@ async fn index(
     );
     let validators = Validators::new(version, &variant, newest);
     if validators.client_is_current(request) {
-        let response = validators.not_modified(state.cache_max_age, representation.vary());
+        let response = validators.not_modified(&state.cache_control, representation.vary());
         return Ok((response, newest));
     }
     let mut out = Vec::with_capacity(128 + capacity * 128);
@@ -258,7 +250,7 @@ async fn index(
     )
         .into_response();
     representation.apply(response.headers_mut());
-    validators.apply(response.headers_mut(), state.cache_max_age);
+    validators.apply(response.headers_mut(), &state.cache_control);
     Ok((response, newest))
 }
 
@@ -382,7 +374,7 @@ async fn page(
     let codec = representation.codec;
     let validators = page_validators(state, summary.lastmod, representation.page_tag());
     if validators.client_is_current(request) {
-        let response = validators.not_modified(state.cache_max_age, representation.vary());
+        let response = validators.not_modified(&state.cache_control, representation.vary());
         return Ok((response, Some(summary.lastmod)));
     }
     let route = match (encoding, name.is_news()) {
@@ -432,7 +424,7 @@ async fn page(
         }
     };
     representation.apply(response.headers_mut());
-    validators.apply(response.headers_mut(), state.cache_max_age);
+    validators.apply(response.headers_mut(), &state.cache_control);
     Ok((response, Some(summary.lastmod)))
 }
 
@@ -440,7 +432,7 @@ fn page_validators(state: &HttpState, changed: OffsetDateTime, representation: &
     let version = changed.unix_timestamp_nanos() as u128 / 1000;
     Validators::new(
         version,
-        &format!("{}-{representation}", state.pages.fingerprint),
+        format_args!("{}-{representation}", state.pages.fingerprint),
         Some(changed),
     )
 }
@@ -456,11 +448,11 @@ fn stylesheet(state: &HttpState, request: &HeaderMap) -> Response {
         None,
     );
     if validators.client_is_current(request) {
-        return validators.not_modified(state.cache_max_age, None);
+        return validators.not_modified(&state.cache_control, None);
     }
     let content_type = HeaderValue::from_static("text/xsl; charset=utf-8");
     let mut response = ([(header::CONTENT_TYPE, content_type)], STYLESHEET).into_response();
-    validators.apply(response.headers_mut(), state.cache_max_age);
+    validators.apply(response.headers_mut(), &state.cache_control);
     response
 }
 
@@ -492,10 +484,10 @@ async fn robots(
     state.metrics.body_bytes(routes::ROBOTS, body.len());
     let validators = Validators::new(u128::from(crc32fast::hash(body.as_bytes())), "robots", None);
     if validators.client_is_current(request) {
-        return Ok(validators.not_modified(state.cache_max_age, None));
+        return Ok(validators.not_modified(&state.cache_control, None));
     }
     let mut response = ([(header::CONTENT_TYPE, TEXT)], body).into_response();
-    validators.apply(response.headers_mut(), state.cache_max_age);
+    validators.apply(response.headers_mut(), &state.cache_control);
     Ok(response)
 }
 
@@ -505,14 +497,14 @@ fn indexnow_key_file(state: &HttpState, key: &str, request: &HeaderMap) -> Respo
     state.metrics.body_bytes(routes::INDEXNOW_KEY, key.len());
     let validators = Validators::new(u128::from(crc32fast::hash(key.as_bytes())), "key", None);
     if validators.client_is_current(request) {
-        return validators.not_modified(state.cache_max_age, None);
+        return validators.not_modified(&state.cache_control, None);
     }
     let mut response = (
         [(header::CONTENT_TYPE, TEXT), (X_ROBOTS_TAG, NOINDEX)],
         key.to_owned(),
     )
         .into_response();
-    validators.apply(response.headers_mut(), state.cache_max_age);
+    validators.apply(response.headers_mut(), &state.cache_control);
     response
 }
 

@@ -196,10 +196,10 @@ fn respond(
         changed,
     );
     if validators.client_is_current(request) {
-        return validators.not_modified(state.cache_max_age, None);
+        return validators.not_modified(&state.cache_control, None);
     }
     let mut response = (headers, body).into_response();
-    validators.apply(response.headers_mut(), state.cache_max_age);
+    validators.apply(response.headers_mut(), &state.cache_control);
     response
 }
 

@@ -10,6 +10,13 @@
 //! - **Idle keep-alive.** With no request in flight and no byte either way
 //!   for the idle timeout, reading ends as if the client had closed, which
 //!   hyper takes as a clean end of the connection.
+//! - **Slow headers.** A request's head must arrive within the header
+//!   timeout of the connection starting to wait for it (its opening, or the
+//!   end of the response before), however its bytes trickle in.
+//!
+//! The clocks read the time where bytes pass, and each keeps one timer that
+//! is set again only when it fires early: setting a timer on every request
+//! cost a `304` a seventh of its rate.
 
 use std::io;
 use std::pin::Pin;
@@ -85,6 +92,9 @@ pub(super) struct ConnectionState {
     opened: Instant,
     /// Milliseconds after `opened` of the last byte read or written.
     last_activity_ms: AtomicU64,
+    /// Milliseconds after `opened` of when the connection began waiting for
+    /// the head of its next request: the end of the last response.
+    head_wait_ms: AtomicU64,
     /// Requests whose response has not been handed over whole yet.
     in_flight: AtomicUsize,
     /// Set by whichever timeout ends the connection; 255 when none did.
@@ -98,6 +108,7 @@ impl ConnectionState {
         Arc::new(ConnectionState {
             opened: Instant::now(),
             last_activity_ms: AtomicU64::new(0),
+            head_wait_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             reason: AtomicU8::new(NO_REASON),
         })
@@ -124,13 +135,18 @@ impl ConnectionState {
         );
     }
 
-    fn touch(&self) {
+    fn touch(&self) -> u64 {
         let elapsed = self.opened.elapsed().as_millis() as u64;
         self.last_activity_ms.store(elapsed, Ordering::Release);
+        elapsed
     }
 
     fn last_activity(&self) -> Instant {
         self.opened + Duration::from_millis(self.last_activity_ms.load(Ordering::Acquire))
+    }
+
+    fn waiting_for_head_since(&self) -> Instant {
+        self.opened + Duration::from_millis(self.head_wait_ms.load(Ordering::Acquire))
     }
 
     fn is_idle(&self) -> bool {
@@ -144,39 +160,51 @@ pub(super) struct InFlight(Arc<ConnectionState>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.touch();
+        let now = self.0.touch();
+        self.0.head_wait_ms.store(now, Ordering::Release);
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// A TCP stream with the stall and idle clocks.
+/// How long a connection's client may take: to accept bytes of a response
+/// (`write_stall`), to ask anything (`keep_alive`), and to send a request's
+/// head (`header_read`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Clocks {
+    pub(super) write_stall: Duration,
+    pub(super) keep_alive: Duration,
+    pub(super) header_read: Duration,
+}
+
+/// A TCP stream with the stall, idle and header clocks.
 pub(super) struct GuardedStream {
     stream: TcpStream,
     state: Arc<ConnectionState>,
     write_stall: Duration,
     keep_alive: Duration,
+    header_read: Duration,
     /// When writing last became blocked, while it still is.
     blocked_since: Option<Instant>,
     stall_timer: Option<Pin<Box<Sleep>>>,
-    idle_timer: Option<Pin<Box<Sleep>>>,
+    read_timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl GuardedStream {
     pub(super) fn new(
         stream: TcpStream,
         state: Arc<ConnectionState>,
-        write_stall: Duration,
-        keep_alive: Duration,
+        clocks: Clocks,
     ) -> GuardedStream {
         state.touch();
         GuardedStream {
             stream,
             state,
-            write_stall,
-            keep_alive,
+            write_stall: clocks.write_stall,
+            keep_alive: clocks.keep_alive,
+            header_read: clocks.header_read,
             blocked_since: None,
             stall_timer: None,
-            idle_timer: None,
+            read_timer: None,
         }
     }
 
@@ -206,16 +234,22 @@ impl GuardedStream {
     }
 }
 
-/// Whether `deadline` has passed; if not, `timer` wakes the task then.
+/// Whether `deadline` has passed; if not, `timer` wakes the task by then.
+/// A timer set for later is set again; one set for earlier is left to fire
+/// and be looked at then, so a deadline that moves on with every request
+/// does not reset it every time.
 fn expired(timer: &mut Option<Pin<Box<Sleep>>>, deadline: Instant, cx: &mut Context<'_>) -> bool {
-    if Instant::now() >= deadline {
+    let now = Instant::now();
+    if now >= deadline {
         return true;
     }
     let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-    if timer.deadline() != deadline {
+    if timer.deadline() > deadline || timer.deadline() <= now {
         timer.as_mut().reset(deadline);
     }
-    timer.as_mut().poll(cx).is_ready()
+    // Registers the waker; a timer that fired early was set again above.
+    let _ = timer.as_mut().poll(cx);
+    false
 }
 
 impl AsyncRead for GuardedStream {
@@ -235,11 +269,17 @@ impl AsyncRead for GuardedStream {
             }
             Poll::Pending => {
                 if this.state.is_idle() {
-                    let deadline = this.state.last_activity() + this.keep_alive;
-                    if expired(&mut this.idle_timer, deadline, cx) {
+                    let idle = this.state.last_activity() + this.keep_alive;
+                    let head = this.state.waiting_for_head_since() + this.header_read;
+                    if expired(&mut this.read_timer, idle.min(head), cx) {
                         // Read as the end of the stream: hyper closes an idle
                         // connection at end of stream without complaint.
-                        this.state.record(CloseReason::Idle);
+                        let reason = if head <= idle {
+                            CloseReason::HeaderTimeout
+                        } else {
+                            CloseReason::Idle
+                        };
+                        this.state.record(reason);
                         return Poll::Ready(Ok(()));
                     }
                 }

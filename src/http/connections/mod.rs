@@ -26,20 +26,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request};
+use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use tower::ServiceExt;
+use tower::{Service, ServiceExt};
 
-use io::{CloseReason, ConnectionState, GuardedStream, InFlight};
+use io::{Clocks, CloseReason, ConnectionState, GuardedStream, InFlight};
 
 use crate::metrics::Metrics;
 
@@ -107,14 +107,18 @@ pub(crate) fn open_files_limit() -> u64 {
 /// stops accepting and returns once every open connection has finished its
 /// response (idle ones are closed at once). Connections past
 /// `max_connections` are served one request by `overflow`.
-pub(crate) async fn serve(
+pub(crate) async fn serve<S>(
     listener: TcpListener,
-    app: Router,
-    overflow: Router,
+    app: S,
+    overflow: S,
     limits: Limits,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
+    S::Future: Send,
+{
     let regular = Arc::new(Semaphore::new(limits.max_connections));
     let extra = Arc::new(Semaphore::new(limits.overflow_connections));
     let refusal = refusal_bytes();
@@ -165,16 +169,20 @@ pub(crate) async fn serve(
 
 /// An accepted connection as hyper serves it, with the clocks on its
 /// socket, and the state those clocks record.
-fn connection(
+fn connection<S>(
     stream: TcpStream,
     peer: SocketAddr,
-    router: Router,
+    router: S,
     limits: &Limits,
     overflowing: bool,
 ) -> (
     Arc<ConnectionState>,
     impl GracefulConnection<Error = hyper::Error> + Send + 'static,
-) {
+)
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
+    S::Future: Send,
+{
     let state = ConnectionState::new();
     let header_timeout = if overflowing {
         limits.header_read_timeout.min(OVERFLOW_HEADER_TIMEOUT)
@@ -184,8 +192,11 @@ fn connection(
     let stream = GuardedStream::new(
         stream,
         state.clone(),
-        limits.write_stall_timeout,
-        limits.keep_alive_timeout,
+        Clocks {
+            write_stall: limits.write_stall_timeout,
+            keep_alive: limits.keep_alive_timeout,
+            header_read: header_timeout,
+        },
     );
     let requests = state.clone();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
@@ -200,10 +211,7 @@ fn connection(
         }
     });
     let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .keep_alive(!overflowing);
+    builder.keep_alive(!overflowing);
     (
         state,
         builder.serve_connection(TokioIo::new(stream), service),
@@ -255,7 +263,6 @@ fn close_reason(
         return reason;
     }
     match result {
-        Err(error) if error.is_timeout() => CloseReason::HeaderTimeout,
         Err(error) if error.is_parse() || error.is_parse_too_large() => CloseReason::BadRequest,
         Err(_) => CloseReason::Error,
         Ok(()) if overflowing => CloseReason::OverCapacity,
