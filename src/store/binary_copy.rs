@@ -200,12 +200,14 @@ impl CopyIn {
     }
 }
 
+/// How much of a stream [`Writer::full_chunk`] hands over at a time.
+const CHUNK_BYTES: usize = 1 << 20;
+
 /// Writes tuples for a [`CopyIn`]; each tuple is a field count followed by
 /// exactly that many fields.
 pub(super) struct Writer {
     copy: CopyIn,
     buffer: BytesMut,
-    tuples: usize,
     /// Fields the tuple being written still lacks.
     fields_left: i16,
 }
@@ -219,7 +221,6 @@ impl Writer {
         Writer {
             copy,
             buffer,
-            tuples: 0,
             fields_left: 0,
         }
     }
@@ -232,7 +233,6 @@ impl Writer {
     /// Begins a tuple: its fields follow, one call each.
     pub(super) fn tuple(&mut self) -> &mut Self {
         debug_assert_eq!(self.fields_left, 0, "the last tuple lacks fields");
-        self.tuples += 1;
         self.fields_left = self.copy.columns;
         self.buffer.put_i16(self.copy.columns);
         self
@@ -284,20 +284,22 @@ impl Writer {
         self
     }
 
-    pub(super) fn int8_array(&mut self, values: &[i64]) -> &mut Self {
-        self.array_header(INT8_OID, values.len(), 8);
+    /// An array of `values`, which are gone over twice: counted, then
+    /// written.
+    pub(super) fn int8_array(&mut self, values: impl Iterator<Item = i64> + Clone) -> &mut Self {
+        self.array_header(INT8_OID, values.clone().count(), 8);
         for value in values {
             self.buffer.put_i32(8);
-            self.buffer.put_i64(*value);
+            self.buffer.put_i64(value);
         }
         self
     }
 
-    pub(super) fn int4_array(&mut self, values: &[i32]) -> &mut Self {
-        self.array_header(INT4_OID, values.len(), 4);
+    pub(super) fn int4_array(&mut self, values: impl Iterator<Item = i32> + Clone) -> &mut Self {
+        self.array_header(INT4_OID, values.clone().count(), 4);
         for value in values {
             self.buffer.put_i32(4);
-            self.buffer.put_i32(*value);
+            self.buffer.put_i32(value);
         }
         self
     }
@@ -314,9 +316,12 @@ impl Writer {
         self.buffer.put_i32(1);
     }
 
-    /// Whether no tuple is written.
-    pub(super) fn is_empty(&self) -> bool {
-        self.tuples == 0
+    /// What is written so far, once it reaches `CHUNK_BYTES`, taken to be
+    /// sent while the rest is written: the stream is never held whole.
+    /// Taken between tuples only.
+    pub(super) fn full_chunk(&mut self) -> Option<BytesMut> {
+        debug_assert_eq!(self.fields_left, 0, "the last tuple lacks fields");
+        (self.buffer.len() >= CHUNK_BYTES).then(|| self.buffer.split())
     }
 
     /// The stream, ended with its end marker.
@@ -404,9 +409,37 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_taken_in_chunks_is_the_stream_written_whole() {
+        let copy = CopyIn::new("COPY t (a, b, c, d) FROM STDIN (FORMAT binary)");
+        let write = |writer: &mut Writer, n: i64| {
+            writer
+                .tuple()
+                .int8(n)
+                .int4(-1)
+                .int4(7)
+                .optional_text(Some("a loc of some length"));
+        };
+        let mut whole = Writer::new(copy);
+        let mut chunked = Writer::new(copy);
+        let mut sent = BytesMut::new();
+        for n in 0..100_000 {
+            write(&mut whole, n);
+            write(&mut chunked, n);
+            if let Some(chunk) = chunked.full_chunk() {
+                assert!(chunk.len() >= CHUNK_BYTES);
+                sent.extend_from_slice(&chunk);
+            }
+        }
+        assert!(sent.len() >= CHUNK_BYTES, "some of it went in chunks");
+        sent.extend_from_slice(&chunked.finish());
+        assert_eq!(sent, whole.finish());
+        assert_eq!(tuples_of(&sent, 4096).len(), 100_000);
+    }
+
+    #[test]
     fn arrays_are_written_one_dimensional_from_one() {
         let mut writer = Writer::new(CopyIn::new("COPY t (a) FROM STDIN (FORMAT binary)"));
-        writer.tuple().int4_array(&[5, -1]);
+        writer.tuple().int4_array([5, -1].into_iter());
         let written = writer.finish();
         let array = &written[HEADER_BYTES + 2..written.len() - 2];
         let words: Vec<i32> = array

@@ -23,7 +23,7 @@ use futures_util::StreamExt;
 use sqlx::PgConnection;
 
 use super::binary_copy::{self, CopyIn};
-use super::numbering::{self, Limits, PageGain, Tail, Unplaced};
+use super::numbering::{self, Limits, Numbered, PageGain, Run, Tail, Unplaced};
 use super::robots::{self, ROBOTS_DISALLOWED, SiteJudge, Verdict};
 use super::turn::HeldTurn;
 use super::{Error, Store};
@@ -278,7 +278,7 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_fold_audit_sites()")
         .execute(&mut *conn)
         .await?;
-    let unplaced = read_unplaced(conn, &judges).await?;
+    let mut unplaced = read_unplaced(conn, &judges).await?;
     let limits = limits(conn).await?;
     let tails = tails(conn, &unplaced.sections).await?;
     // A fold that places no row (one of updates in place, say) has no
@@ -295,56 +295,20 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
             .await?;
     }
 
-    let mut runs = binary_copy::Writer::new(RUNS);
-    let mut alone = binary_copy::Writer::new(PLACEMENTS);
+    let numbered: Vec<Numbered> = unplaced
+        .sections
+        .iter_mut()
+        .zip(tails)
+        .map(|(section, tail)| numbering::number_section(&mut section.rows, tail, limits))
+        .collect();
     let mut gains = PageGains::default();
-    for (key, section) in unplaced.sections.iter().enumerate() {
-        let numbered = numbering::number_section(&section.rows, tails[key], limits);
-        for run in &numbered.runs {
-            runs.tuple()
-                .text(&section.site)
-                .text(&section.section)
-                .int4(run.page)
-                .int8(run.ids[0])
-                .int8(run.ids[run.ids.len() - 1])
-                .int8_array(&run.ids)
-                .int8_array(&run.loc_hashes)
-                .int4_array(&run.bytes);
-        }
-        for &(i, page) in &numbered.alone {
-            let row = &section.rows[i];
-            Placement {
-                id: row.id,
-                site: &section.site,
-                section: &section.section,
-                loc_hash: row.loc_hash,
-                place: Ok(page),
-                sizes: [row.bytes, row.images, row.videos, row.alternates],
-                cluster: section.clusters.get(&i).map(String::as_str),
-                robots_rule: section.robots_rules.get(&i).map(String::as_str),
-            }
-            .write(&mut alone);
-        }
+    for (section, numbered) in unplaced.sections.iter().zip(&numbered) {
         for gain in &numbered.pages {
             gains.add(section, gain);
         }
     }
-    for row in &unplaced.skipped {
-        let section = &unplaced.sections[row.section];
-        Placement {
-            id: row.id,
-            site: &section.site,
-            section: &section.section,
-            loc_hash: row.loc_hash,
-            place: Err(&row.skip_reason),
-            sizes: [0; 4],
-            cluster: row.cluster.as_deref(),
-            robots_rule: row.robots_rule.as_deref(),
-        }
-        .write(&mut alone);
-    }
-    copy_in(conn, runs).await?;
-    copy_in(conn, alone).await?;
+    copy_runs(conn, &unplaced.sections, &numbered).await?;
+    copy_placements(conn, &unplaced, &numbered).await?;
     gains.insert(conn).await?;
     sqlx::query("SELECT sitemap_fold_clamp_lastmods()")
         .execute(&mut *conn)
@@ -415,11 +379,11 @@ struct SectionRows {
     site: String,
     section: String,
     rows: Vec<Unplaced>,
-    /// The clusters of the rows that have one, by index into `rows`.
-    clusters: HashMap<usize, String>,
+    /// The clusters of the rows that have one, by id.
+    clusters: HashMap<i64, String>,
     /// The robots.txt rules of the rows listed though disallowed (their
-    /// site reports them), by index into `rows`.
-    robots_rules: HashMap<usize, String>,
+    /// site reports them), by id.
+    robots_rules: HashMap<i64, String>,
 }
 
 /// A row the fold leaves out, and why.
@@ -546,10 +510,10 @@ async fn read_unplaced(
                 && cluster.is_none()
                 && reported.is_none();
             if let Some(rule) = reported {
-                section.robots_rules.insert(section.rows.len(), rule);
+                section.robots_rules.insert(id, rule);
             }
             if let Some(cluster) = cluster {
-                section.clusters.insert(section.rows.len(), cluster);
+                section.clusters.insert(id, cluster);
             }
             section.rows.push(Unplaced {
                 id,
@@ -662,14 +626,95 @@ impl PageGains {
     }
 }
 
-/// Sends what `rows` holds with its binary `COPY ... FROM STDIN` statement;
-/// nothing when it holds no tuple.
-async fn copy_in(conn: &mut PgConnection, rows: binary_copy::Writer) -> Result<(), Error> {
-    if rows.is_empty() {
+/// Writes the runs of every section with [`RUNS`], sent a chunk at a time
+/// as they are written.
+async fn copy_runs(
+    conn: &mut PgConnection,
+    sections: &[SectionRows],
+    numbered: &[Numbered],
+) -> Result<(), Error> {
+    if numbered.iter().all(|numbered| numbered.runs.is_empty()) {
         return Ok(());
     }
-    let mut copy = conn.copy_in_raw(rows.statement()).await?;
-    copy.send(rows.finish()).await?;
+    let mut out = binary_copy::Writer::new(RUNS);
+    let mut copy = conn.copy_in_raw(out.statement()).await?;
+    for (section, numbered) in sections.iter().zip(numbered) {
+        for run in &numbered.runs {
+            write_run(&mut out, section, run);
+            if let Some(chunk) = out.full_chunk() {
+                copy.send(chunk).await?;
+            }
+        }
+    }
+    copy.send(out.finish()).await?;
+    copy.finish().await?;
+    Ok(())
+}
+
+fn write_run(out: &mut binary_copy::Writer, section: &SectionRows, run: &Run) {
+    let members = run.members(&section.rows);
+    let first = members.clone().next().expect("a run has a row");
+    let last = members.clone().last().expect("a run has a row");
+    out.tuple()
+        .text(&section.site)
+        .text(&section.section)
+        .int4(run.page)
+        .int8(first.id)
+        .int8(last.id)
+        .int8_array(members.clone().map(|row| row.id))
+        .int8_array(members.clone().map(|row| row.loc_hash))
+        .int4_array(members.map(|row| row.bytes));
+}
+
+/// Writes the placements of the rows placed alone, then of those left out,
+/// with [`PLACEMENTS`], sent a chunk at a time as they are written.
+async fn copy_placements(
+    conn: &mut PgConnection,
+    unplaced: &UnplacedRows,
+    numbered: &[Numbered],
+) -> Result<(), Error> {
+    if unplaced.skipped.is_empty() && numbered.iter().all(|numbered| numbered.alone.is_empty()) {
+        return Ok(());
+    }
+    let mut out = binary_copy::Writer::new(PLACEMENTS);
+    let mut copy = conn.copy_in_raw(out.statement()).await?;
+    for (section, numbered) in unplaced.sections.iter().zip(numbered) {
+        for &(i, page) in &numbered.alone {
+            let row = &section.rows[i];
+            Placement {
+                id: row.id,
+                site: &section.site,
+                section: &section.section,
+                loc_hash: row.loc_hash,
+                place: Ok(page),
+                sizes: [row.bytes, row.images, row.videos, row.alternates],
+                cluster: section.clusters.get(&row.id).map(String::as_str),
+                robots_rule: section.robots_rules.get(&row.id).map(String::as_str),
+            }
+            .write(&mut out);
+            if let Some(chunk) = out.full_chunk() {
+                copy.send(chunk).await?;
+            }
+        }
+    }
+    for row in &unplaced.skipped {
+        let section = &unplaced.sections[row.section];
+        Placement {
+            id: row.id,
+            site: &section.site,
+            section: &section.section,
+            loc_hash: row.loc_hash,
+            place: Err(&row.skip_reason),
+            sizes: [0; 4],
+            cluster: row.cluster.as_deref(),
+            robots_rule: row.robots_rule.as_deref(),
+        }
+        .write(&mut out);
+        if let Some(chunk) = out.full_chunk() {
+            copy.send(chunk).await?;
+        }
+    }
+    copy.send(out.finish()).await?;
     copy.finish().await?;
     Ok(())
 }

@@ -47,13 +47,23 @@ pub(super) struct Unplaced {
     pub(crate) plain: bool,
 }
 
-/// Plain rows on one page, in id order, placed as one.
+/// Plain rows on one page, in id order, placed as one: the plain rows
+/// among `rows` of the section's rows, sorted (rows placed alone may stand
+/// between them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Run {
     pub(crate) page: i32,
-    pub(crate) ids: Vec<i64>,
-    pub(crate) loc_hashes: Vec<i64>,
-    pub(crate) bytes: Vec<i32>,
+    pub(crate) rows: std::ops::Range<usize>,
+}
+
+impl Run {
+    /// Its rows, from the section's rows as sorted.
+    pub(super) fn members<'a>(
+        &self,
+        rows: &'a [Unplaced],
+    ) -> impl Iterator<Item = &'a Unplaced> + Clone + use<'a> {
+        rows[self.rows.clone()].iter().filter(|row| row.plain)
+    }
 }
 
 /// What a page gains.
@@ -71,7 +81,7 @@ pub(super) struct PageGain {
 #[derive(Debug, Default)]
 pub(super) struct Numbered {
     pub(crate) runs: Vec<Run>,
-    /// Rows placed one by one: (index into the rows given, page).
+    /// Rows placed one by one: (index into the rows as sorted, page).
     pub(crate) alone: Vec<(usize, i32)>,
     /// The pages the rows go on, in page order.
     pub(crate) pages: Vec<PageGain>,
@@ -81,8 +91,14 @@ pub(super) struct Numbered {
 const RUN_ROWS: i128 = 64;
 
 /// Numbers a section's `rows` (in any order; none left out) on from its
-/// last page `tail`, if it has one.
-pub(super) fn number_section(rows: &[Unplaced], tail: Option<Tail>, limits: Limits) -> Numbered {
+/// last page `tail`, if it has one. Sorts them by id, in place: the runs
+/// and the rows placed alone name them by where they are then, so a batch
+/// is held once, whatever its size.
+pub(super) fn number_section(
+    rows: &mut [Unplaced],
+    tail: Option<Tail>,
+    limits: Limits,
+) -> Numbered {
     let Some(largest) = rows.iter().map(|row| row.bytes).max() else {
         return Numbered::default();
     };
@@ -97,30 +113,25 @@ pub(super) fn number_section(rows: &[Unplaced], tail: Option<Tail>, limits: Limi
         ),
         None => (1, 0),
     };
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_unstable_by_key(|&i| rows[i].id);
+    rows.sort_unstable_by_key(|row| row.id);
 
     let mut numbered = Numbered::default();
     // the run being filled: its page and its share of that page
     let mut open_run: Option<(i32, i128)> = None;
-    for i in order {
-        let row = &rows[i];
+    for (i, row) in rows.iter().enumerate() {
         let page = first_page + i32::try_from(offset / unit).expect("a page number that fits");
         if row.plain {
             let share = offset % unit / run_units;
-            if open_run != Some((page, share)) {
-                open_run = Some((page, share));
-                numbered.runs.push(Run {
-                    page,
-                    ids: Vec::new(),
-                    loc_hashes: Vec::new(),
-                    bytes: Vec::new(),
-                });
+            match numbered.runs.last_mut() {
+                Some(run) if open_run == Some((page, share)) => run.rows.end = i + 1,
+                _ => {
+                    open_run = Some((page, share));
+                    numbered.runs.push(Run {
+                        page,
+                        rows: i..i + 1,
+                    });
+                }
             }
-            let run = numbered.runs.last_mut().expect("a run just opened");
-            run.ids.push(row.id);
-            run.loc_hashes.push(row.loc_hash);
-            run.bytes.push(row.bytes);
         } else {
             numbered.alone.push((i, page));
         }
@@ -166,8 +177,8 @@ mod tests {
         let mut pages = std::collections::BTreeMap::<i32, (i64, i64)>::new();
         for run in &numbered.runs {
             let page = pages.entry(run.page).or_default();
-            page.0 += run.ids.len() as i64;
-            page.1 += run.bytes.iter().map(|b| i64::from(*b)).sum::<i64>();
+            page.0 += run.members(rows).count() as i64;
+            page.1 += run.members(rows).map(|r| i64::from(r.bytes)).sum::<i64>();
         }
         for (i, page_number) in &numbered.alone {
             let page = pages.entry(*page_number).or_default();
@@ -183,13 +194,13 @@ mod tests {
             max_urls: 100,
             entry_budget: 1_000_000,
         };
-        let rows: Vec<Unplaced> = (1..=250).rev().map(|id| plain(id, 150)).collect();
+        let mut rows: Vec<Unplaced> = (1..=250).rev().map(|id| plain(id, 150)).collect();
         let tail = Tail {
             page: 4,
             url_count: 70,
             bytes: 70 * 150,
         };
-        let numbered = number_section(&rows, Some(tail), limits);
+        let numbered = number_section(&mut rows, Some(tail), limits);
         assert_eq!(
             contents(&rows, &numbered),
             [
@@ -208,15 +219,17 @@ mod tests {
             [(4, 30), (5, 100), (6, 100), (7, 20)]
         );
         // ids in order across the runs, each run on one page, 64 at most
-        let ids: Vec<i64> = numbered.runs.iter().flat_map(|r| r.ids.clone()).collect();
+        let ids: Vec<i64> = numbered
+            .runs
+            .iter()
+            .flat_map(|r| r.members(&rows).map(|row| row.id))
+            .collect();
         assert_eq!(ids, (1..=250).collect::<Vec<_>>());
-        assert!(
-            numbered
-                .runs
-                .iter()
-                .all(|r| !r.ids.is_empty() && r.ids.len() <= 64)
-        );
-        assert_eq!(numbered.runs[0].loc_hashes[0], 31);
+        assert!(numbered.runs.iter().all(|r| {
+            let members = r.members(&rows).count();
+            members > 0 && members <= 64
+        }));
+        assert_eq!(rows[numbered.runs[0].rows.start].loc_hash, 31);
     }
 
     #[test]
@@ -227,7 +240,7 @@ mod tests {
         };
         // sizes from 130 to 9,000 bytes, spread by a simple generator
         let mut state = 12345u64;
-        let rows: Vec<Unplaced> = (1..=3000)
+        let mut rows: Vec<Unplaced> = (1..=3000)
             .map(|id| {
                 state = state
                     .wrapping_mul(6364136223846793005)
@@ -238,7 +251,7 @@ mod tests {
                 row
             })
             .collect();
-        let numbered = number_section(&rows, None, limits);
+        let numbered = number_section(&mut rows, None, limits);
         let pages = contents(&rows, &numbered);
         assert!(pages.len() > 30, "{} pages", pages.len());
         for (page, count, bytes) in &pages {
@@ -274,14 +287,14 @@ mod tests {
             max_urls: 10,
             entry_budget: 10_000,
         };
-        let rows = vec![plain(7, 200), plain(9, 200)];
+        let mut rows = vec![plain(9, 200), plain(7, 200)];
         let full = Tail {
             page: 2,
             url_count: 10,
             bytes: 2_000,
         };
-        let numbered = number_section(&rows, Some(full), limits);
+        let numbered = number_section(&mut rows, Some(full), limits);
         assert_eq!(contents(&rows, &numbered), [(3, 2, 400)]);
-        assert!(number_section(&[], Some(full), limits).pages.is_empty());
+        assert!(number_section(&mut [], Some(full), limits).pages.is_empty());
     }
 }
