@@ -1270,11 +1270,17 @@ COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boole
 
 CREATE FUNCTION public.sitemap_fold_clamp_lastmods() RETURNS void
     LANGUAGE plpgsql
+    SET jit TO 'off'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 BEGIN
-    DELETE FROM sitemap_lastmod_clamps c
-    USING sitemap_fold_rows f
-    WHERE c.id = f.id AND f.change_xid IS NOT NULL;
+    IF EXISTS (SELECT 1 FROM sitemap_lastmod_clamps) THEN
+        DELETE FROM sitemap_lastmod_clamps c
+        USING sitemap_fold_rows f
+        WHERE c.id = f.id AND f.change_xid IS NOT NULL;
+    END IF;
     INSERT INTO sitemap_lastmod_clamps (id, site, section, written_lastmod, served_lastmod)
     SELECT u.id, u.site, u.section, u.lastmod, now()
     FROM sitemap_fold_rows f JOIN sitemap_urls u ON u.id = f.id
