@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Placement end to end, as deployed: `sitemapd serve` at its defaults on a
-# fresh database, then a plain-SQL COPY of ROWS new rows (three sections,
-# as bulk_rows.sql writes them); timed from the COPY's commit until the
-# page summaries count every row, polled every 0.1 s. Prints each run's
-# time, rows/s and the server's peak RSS (VmHWM), then the medians; the
-# builds given alternate within each run.
+# fresh database, then four bulk changes in plain SQL, each of all ROWS
+# rows in one transaction, one after the other:
+#   new:     a COPY of ROWS new rows (three sections, as bulk_rows.sql
+#            writes them);
+#   update:  every row's lastmod moved on a day;
+#   rename:  every row's loc changed (each is another URL: off its page,
+#            placed again);
+#   delete:  every row deleted.
+# Each is timed from its commit until the folds have placed it (the fold
+# state's snapshot sees the transaction), polled every 0.1 s, and checked
+# against the summaries' count. Prints each change's time, rows/s and the
+# server's peak RSS (VmHWM) over all four, then the medians; the builds
+# given alternate within each run.
 #
 #   scripts/bench_placement.sh [--rows N] [--runs N] BINARY...
 #
@@ -40,7 +48,30 @@ unset RUST_LOG
 
 psql -qAt "$pg_base/postgres" -v rows="$rows" -f "$here/scripts/bulk_rows.sql" >"$work/rows.tsv"
 now() { date +%s.%N; }
-placed() { psql -qAt "$DATABASE_URL" -c "SELECT coalesce(sum(url_count), 0) FROM sitemap_pages"; }
+listed() { psql -qAt "$DATABASE_URL" -c "SELECT coalesce(sum(url_count), 0) FROM sitemap_pages"; }
+# Runs psql's input as one transaction; prints its xid once committed.
+commit() {
+    (echo "BEGIN;"; cat; echo "SELECT pg_current_xact_id(); COMMIT;") |
+        psql -qAt -v ON_ERROR_STOP=1 "$DATABASE_URL" | grep -E '^[0-9]+$'
+}
+# Prints the seconds from now until the folds have placed transaction $1.
+placed_after() {
+    local since
+    since=$(now)
+    until [[ $(psql -qAt "$DATABASE_URL" -c \
+        "SELECT pg_visible_in_snapshot('$1'::xid8, folded_through) FROM sitemap_fold_state") == t ]]; do
+        sleep 0.1
+    done
+    echo "$(now) - $since" | bc
+}
+# CHANGE, the rows listed once it is placed, the statements.
+change() {
+    local name=$1 expect=$2 xid seconds
+    xid=$(commit)
+    seconds=$(placed_after "$xid")
+    (($(listed) == expect)) || { echo "$name: $(listed) rows listed, not $expect" >&2; exit 1; }
+    echo "$binary $name $seconds" | tee -a "$work/runs"
+}
 
 for ((run = 1; run <= runs; run++)); do
     for binary in "$@"; do
@@ -49,28 +80,31 @@ for ((run = 1; run <= runs; run++)); do
         "$binary" serve >"$work/serve.log" 2>&1 &
         server=$!
         until curl -sf -o /dev/null http://127.0.0.1:18780/healthz; do sleep 0.05; done
-        psql -q "$DATABASE_URL" -c "\\copy sitemap_urls (section, loc, lastmod) FROM '$work/rows.tsv'"
-        committed=$(now)
-        until (($(placed) >= rows)); do sleep 0.1; done
-        seconds=$(echo "$(now) - $committed" | bc)
-        peak=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
+        change new "$rows" <<<"\\copy sitemap_urls (section, loc, lastmod) FROM '$work/rows.tsv'"
+        change update "$rows" <<<"UPDATE sitemap_urls SET lastmod = lastmod + interval '1 day';"
+        change rename "$rows" <<<"UPDATE sitemap_urls SET loc = loc || '-moved';"
+        change delete 0 <<<"DELETE FROM sitemap_urls;"
+        echo "$binary peak $(awk '/VmHWM/ {print $2}' "/proc/$server/status")" | tee -a "$work/runs"
         kill "$server" && wait "$server" 2>/dev/null || true
         server=
-        echo "$binary $seconds $peak" | tee -a "$work/runs"
     done
 done
 python3 - "$work/runs" "$rows" <<'PY'
 import statistics, sys
 rows = int(sys.argv[2])
-by = {}
+times, peaks = {}, {}
 for line in open(sys.argv[1]):
-    binary, seconds, peak = line.split()
-    by.setdefault(binary, []).append((float(seconds), int(peak)))
-print(f"| {rows:,} new rows | placed after the commit (median) | rows/s | peak RSS (max) | runs |")
-print("|---|---|---|---|---|")
-for binary, results in by.items():
-    median = statistics.median(s for s, _ in results)
-    peak = max(p for _, p in results) / 1024
-    each = ", ".join(f"{s:.1f}" for s, _ in results)
-    print(f"| {binary} | {median:.1f} s | {rows / median:,.0f} | {peak:.0f} MiB | {each} s |")
+    binary, what, value = line.split()
+    if what == "peak":
+        peaks[binary] = max(peaks.get(binary, 0), int(value))
+    else:
+        times.setdefault(binary, {}).setdefault(what, []).append(float(value))
+for binary, by in times.items():
+    print(f"{binary}: peak RSS {peaks[binary] / 1024:.0f} MiB")
+    print(f"| {rows:,} rows | placed after the commit (median) | rows/s | runs |")
+    print("|---|---|---|---|")
+    for what, seconds in by.items():
+        median = statistics.median(seconds)
+        each = ", ".join(f"{s:.1f}" for s in seconds)
+        print(f"| {what} | {median:.1f} s | {rows / median:,.0f} | {each} s |")
 PY
