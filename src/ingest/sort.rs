@@ -156,12 +156,25 @@ pub(crate) fn sort_in_memory(rows: &[u8], key_fields: usize) -> Vec<u8> {
 /// of each key.
 fn keep_last_in_order(
     rows: &[u8],
-    mut spans: Vec<Range<usize>>,
+    spans: Vec<Range<usize>>,
     key_fields: usize,
 ) -> Vec<Range<usize>> {
-    spans.sort_unstable_by(|a, b| rows[a.clone()].cmp(&rows[b.clone()]));
-    let mut kept: Vec<Range<usize>> = Vec::with_capacity(spans.len());
-    for span in spans {
+    // The rows of an import share a long prefix (the site and its base
+    // URL), which every comparison of whole rows would read again: they are
+    // ordered by the 16 bytes after it first, and compared whole only when
+    // those tie. On 1M rows the sort was a third of the import's CPU.
+    let shared = shared_prefix_len(rows, &spans);
+    let mut keyed: Vec<(u128, Range<usize>)> = spans
+        .into_iter()
+        .map(|span| (window(&rows[span.clone()], shared), span))
+        .collect();
+    keyed.sort_unstable_by(|(window_a, a), (window_b, b)| {
+        window_a
+            .cmp(window_b)
+            .then_with(|| rows[a.clone()].cmp(&rows[b.clone()]))
+    });
+    let mut kept: Vec<Range<usize>> = Vec::with_capacity(keyed.len());
+    for (_, span) in keyed {
         match kept.last_mut() {
             Some(last)
                 if key(&rows[last.clone()], key_fields) == key(&rows[span.clone()], key_fields) =>
@@ -172,6 +185,33 @@ fn keep_last_in_order(
         }
     }
     kept
+}
+
+/// How many leading bytes every row shares.
+fn shared_prefix_len(rows: &[u8], spans: &[Range<usize>]) -> usize {
+    let Some(first) = spans.first() else {
+        return 0;
+    };
+    let first = &rows[first.clone()];
+    spans.iter().fold(first.len(), |shared, span| {
+        first[..shared]
+            .iter()
+            .zip(&rows[span.clone()])
+            .take_while(|(a, b)| a == b)
+            .count()
+    })
+}
+
+/// The 16 bytes of `row` from `from` on, as a number that orders as they
+/// do, zeros past its end: two rows whose windows differ are in the order
+/// of their bytes (a row that ends first is the smaller, and its zeros are
+/// never above the other's bytes); equal windows leave it to the bytes.
+fn window(row: &[u8], from: usize) -> u128 {
+    let tail = row.get(from..).unwrap_or_default();
+    let mut bytes = [0; 16];
+    let len = tail.len().min(bytes.len());
+    bytes[..len].copy_from_slice(&tail[..len]);
+    u128::from_be_bytes(bytes)
 }
 
 /// A sorted run being merged.
@@ -276,6 +316,37 @@ mod tests {
             sort_in_memory(rows.as_bytes(), 2),
             b"a\tx\t2\tonly\nb\tx\t3\tsecond\n"
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever the rows share and wherever they end, the order is
+        /// their bytes' order, each row once.
+        #[test]
+        fn rows_sort_as_their_bytes_do(
+            prefix in proptest::collection::vec(proptest::sample::select(vec![0u8, b'\t', b'a', b'b']), 0..20),
+            tails in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![0u8, b'\t', b'a', b'b', 0xff]), 0..24),
+                0..40,
+            ),
+        ) {
+            let mut rows = Vec::new();
+            let mut spans = Vec::new();
+            for tail in &tails {
+                let start = rows.len();
+                rows.extend_from_slice(&prefix);
+                rows.extend_from_slice(tail);
+                spans.push(start..rows.len());
+            }
+            let mut expected: Vec<&[u8]> = spans.iter().map(|span| &rows[span.clone()]).collect();
+            expected.sort();
+            expected.dedup();
+            // More key fields than any row has tabs: a row is its own key.
+            let sorted: Vec<&[u8]> = keep_last_in_order(&rows, spans.clone(), 100)
+                .into_iter()
+                .map(|span| &rows[span])
+                .collect();
+            proptest::prop_assert_eq!(sorted, expected);
+        }
     }
 
     #[test]
