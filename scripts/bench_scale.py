@@ -12,6 +12,7 @@ then measures, side by side in one run:
 - the index: median and p99 of sequential fetches;
 - a full crawl (index, then every page once, cold): total and pages/s
   (or its first --crawl-pages pages, for tables of thousands of pages);
+- one row changed by plain SQL, from its commit until its page serves it;
 - cold page builds beside the database read alone (the page's own SELECT,
   via COPY) and gzip alone (zlib, the configured level) of the same page;
 - cached page and 304 throughput with 16 and 64 connections (wrk), beside
@@ -23,6 +24,7 @@ load run is bounded by --seconds.
 """
 
 import argparse
+import datetime
 import http.client
 import json
 import os
@@ -87,6 +89,7 @@ def start_server(binary, database_url, base_url, port, extra_env, log):
         {
             "DATABASE_URL": database_url,
             "SITEMAPD_LISTEN": f"{HOST}:{port}",
+            "SITEMAPD_METRICS_LISTEN": f"{HOST}:{port + 1000}",
             # As seeded: another base URL would re-check every row's scope.
             "SITEMAPD_BASE_URL": base_url,
             "SITEMAPD_WARM_UP_INTERVAL_MS": "0",
@@ -95,6 +98,8 @@ def start_server(binary, database_url, base_url, port, extra_env, log):
     env.update(extra_env)
     process = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=log)
     for _ in range(600):
+        if process.poll() is not None:
+            sys.exit(f"sitemapd on port {port} exited at start (see {log.name})")
         try:
             conn = http.client.HTTPConnection(HOST, port, timeout=1)
             conn.request("GET", "/readyz")
@@ -173,13 +178,16 @@ def page_of(page_path):
 
 
 # The service's own page query (`Store::page_rows`): placements joined to
-# their rows and, for hreflang, to their cluster.
+# their rows, to the cluster for hreflang and to the lastmod clamps.
 PAGE_QUERY = """
-SELECT u.id, u.loc, u.lastmod, u.changefreq, u.priority, u.updated_at,
+SELECT u.id, u.loc,
+       sitemap_served_lastmod(u.lastmod, c.written_lastmod, c.served_lastmod) AS lastmod,
+       u.changefreq, u.priority, u.updated_at,
        u.images::text AS images, u.videos::text AS videos,
        k.hreflangs, k.hrefs, p.bytes AS reserved
 FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
 LEFT JOIN sitemap_clusters k ON k.cluster = p.cluster AND k.problem IS NULL
+LEFT JOIN sitemap_lastmod_clamps c ON c.id = u.id
 WHERE p.site = 'default' AND p.section = {} AND p.page = {}
   AND u.site = p.site AND u.section = p.section
   AND sitemap_loc_hash(u.loc) = p.loc_hash
@@ -200,16 +208,52 @@ def db_read_seconds(conn, section, page):
     return time.perf_counter() - started
 
 
+def one_row_change(client, conn, path, runs):
+    """Seconds from the commit of a new lastmod on one row of page `path`
+    until the served page carries it, fetched as a crawler would (each
+    fetch of the changed page is a cold build)."""
+    section, page = page_of(path)
+    row = conn.execute(
+        "SELECT id FROM sitemap_placed WHERE site = 'default' AND section = %s AND page = %s"
+        " ORDER BY id LIMIT 1",
+        (section, page),
+    ).fetchone()[0]
+    took = []
+    for run in range(runs):
+        lastmod = datetime.datetime.now(datetime.timezone.utc).replace(
+            microsecond=0
+        ) - datetime.timedelta(days=1, seconds=run)
+        served = lastmod.strftime("<lastmod>%Y-%m-%dT%H:%M:%S+00:00</lastmod>").encode()
+        conn.execute("UPDATE sitemap_urls SET lastmod = %s WHERE id = %s", (lastmod, row))
+        committed = time.perf_counter()
+        while served not in zlib.decompress(client.get(path)[1], wbits=31):
+            if time.perf_counter() - committed > 120:
+                sys.exit(f"{path}: the changed row was not served within 120 s")
+            time.sleep(0.01)
+        took.append(time.perf_counter() - committed)
+    return {"median_ms": ms(statistics.median(took)), "max_ms": ms(max(took)), "runs": runs}
+
+
 def cold_page_summary(build, db, gz):
     """A cold build's figures beside its DB read and gzip alone, each timed
-    in the same rounds: medians, p99, and the ratio to (read + gzip)."""
+    in the same rounds: medians and p99, and the build's ratio to the larger
+    of the two parts (what a build that overlaps them fully would take) and
+    to their sum."""
     alone = [d + g for d, g in zip(db, gz)]
     return {
         "median_ms": ms(statistics.median(build)),
         "p99_ms": ms(percentile(build, 99)),
         "db_read_median_ms": ms(statistics.median(db)),
+        "db_read_p99_ms": ms(percentile(db, 99)),
         "gzip_median_ms": ms(statistics.median(gz)),
+        "gzip_p99_ms": ms(percentile(gz, 99)),
         "alone_median_ms": ms(statistics.median(alone)),
+        "ratio_to_max": round(
+            statistics.median(build) / max(statistics.median(db), statistics.median(gz)), 2
+        ),
+        "p99_ratio_to_max": round(
+            percentile(build, 99) / max(percentile(db, 99), percentile(gz, 99)), 2
+        ),
         "ratio": round(statistics.median(build) / statistics.median(alone), 2),
     }
 
@@ -245,17 +289,17 @@ def main():
     extra = {} if args.gzip_level is None else {"SITEMAPD_GZIP_LEVEL": str(args.gzip_level)}
     level = args.gzip_level if args.gzip_level is not None else 6
     results = {"label": args.label}
-    server = start_server(args.binary, args.database_url, args.base_url, 18080, extra, log)
-    cold = start_server(
-        args.binary,
-        args.database_url,
-        args.base_url,
-        18082,
-        {**extra, "SITEMAPD_PAGE_CACHE_BYTES": "0"},
-        log,
-    )
-    nginx = None
+    server = cold = nginx = None
     try:
+        server = start_server(args.binary, args.database_url, args.base_url, 18080, extra, log)
+        cold = start_server(
+            args.binary,
+            args.database_url,
+            args.base_url,
+            18082,
+            {**extra, "SITEMAPD_PAGE_CACHE_BYTES": "0"},
+            log,
+        )
         client = Client(18080)
         # The index, warm.
         times = []
@@ -286,6 +330,10 @@ def main():
             "pages_per_s": round(len(crawled) / crawl, 2),
             "gzip_mib": round(gz_bytes / 2**20, 1),
         }
+
+        # One row changed, from its commit until its page serves it.
+        with psycopg.connect(args.database_url, autocommit=True) as conn:
+            results["one_row_change"] = one_row_change(client, conn, pages[0], 5)
 
         # Cold builds beside the database read and gzip alone.
         step = max(1, len(pages) // args.sample_pages)

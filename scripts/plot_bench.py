@@ -29,8 +29,8 @@ def main():
         ("index, p99", [r["index"]["p99_ms"] for r in runs], "o--"),
         ("cold page build, median", [r["cold_page"]["median_ms"] for r in runs], "s-"),
         ("cold page build, p99", [r["cold_page"]["p99_ms"] for r in runs], "s--"),
-        ("DB read + gzip alone, median",
-         [r["cold_page"]["db_read_median_ms"] + r["cold_page"]["gzip_median_ms"] for r in runs], "x:"),
+        ("its DB read alone, median", [r["cold_page"]["db_read_median_ms"] for r in runs], "x:"),
+        ("its gzip alone, median", [r["cold_page"]["gzip_median_ms"] for r in runs], "+:"),
         ("cached page, p50 (16 conns)", [r["cached_c16_sitemapd"]["p50_ms"] for r in runs], "^-"),
     ]
     fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
