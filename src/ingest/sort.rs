@@ -160,9 +160,9 @@ fn keep_last_in_order(
     key_fields: usize,
 ) -> Vec<Range<usize>> {
     // The rows of an import share a long prefix (the site and its base
-    // URL), which every comparison of whole rows would read again: they are
-    // ordered by the 16 bytes after it first, and compared whole only when
-    // those tie. On 1M rows the sort was a third of the import's CPU.
+    // URL), which every comparison of whole rows would read again, and the
+    // sort is a large part of an import's CPU: rows are ordered by the 16
+    // bytes after that prefix first, and compared whole only when those tie.
     let shared = shared_prefix_len(rows, &spans);
     let mut keyed: Vec<(u128, Range<usize>)> = spans
         .into_iter()
