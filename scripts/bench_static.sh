@@ -6,14 +6,21 @@
 #   - nginx "production": two workers, sendfile, tcp_nopush, open_file_cache,
 #     keepalive_requests 1000 (its default), and the access log on, buffered
 #     (combined format, buffer=64k flush=1s);
-#   - nginx "bare": the same without the access log, the fastest it goes.
+#   - nginx "bare": the same without the access log, the fastest it goes;
+#   - with --floor, the HTTP stack's floor (examples/http_floor.rs: hyper
+#     answering every request with sitemapd's `304`, nothing else), in the
+#     `304` rounds: what sitemapd costs above it is its own.
 # One database of ROWS plain-SQL rows (pages of 50,000 URLs), placed by
 # `sitemapd fold`; wrk -t2 on the first page the index lists, 16 and 64 connections,
 # ROUNDS rounds, each round running every server in turn; prints the
 # medians and each server's ratio to nginx "production". Several builds
 # can be given: each serves on a port of its own, side by side.
 #
-#   scripts/bench_static.sh [--rows N] [--rounds N] [--seconds N] BINARY...
+#   scripts/bench_static.sh [--rows N] [--rounds N] [--seconds N]
+#       [--floor FLOOR_BINARY] BINARY...
+#
+# where FLOOR_BINARY is built by `cargo build --release --example http_floor`
+# (target/release/examples/http_floor).
 #
 # Needs psql, curl, wrk and nginx (apt-get install wrk nginx-light), and
 # PostgreSQL on 127.0.0.1:5432. Listens on 127.0.0.1:18760-18779 only;
@@ -23,15 +30,20 @@ set -euo pipefail
 rows=1000000
 rounds=3
 seconds=8
+floor=
 while (($#)); do
     case "$1" in
         --rows) rows=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
+        --floor) floor=$(realpath "$2"); shift 2 ;;
         *) break ;;
     esac
 done
-(($# >= 1)) || { echo "usage: $0 [--rows N] [--rounds N] [--seconds N] BINARY..." >&2; exit 2; }
+(($# >= 1)) || {
+    echo "usage: $0 [--rows N] [--rounds N] [--seconds N] [--floor FLOOR_BINARY] BINARY..." >&2
+    exit 2
+}
 binaries=()
 for binary in "$@"; do binaries+=("$(realpath "$binary")"); done
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -116,6 +128,14 @@ for kind in production bare; do
     ports+=("$port")
     port=$((port + 2))
 done
+if [[ -n $floor ]]; then
+    "$floor" "127.0.0.1:$port" >"$work/floor.log" 2>&1 &
+    pids+=($!)
+    until curl -s -o /dev/null "http://127.0.0.1:$port/"; do sleep 0.05; done
+    names+=("http-floor")
+    ports+=("$port")
+    port=$((port + 2))
+fi
 
 etag_of() {
     curl -sf -D - -o /dev/null -H 'Host: localhost:8080' "http://127.0.0.1:$1$page" |
@@ -130,6 +150,7 @@ for ((round = 1; round <= rounds; round++)); do
     for kind in cached 304; do
         for connections in 16 64; do
             for i in "${!names[@]}"; do
+                [[ ${names[$i]} == http-floor && $kind != 304 ]] && continue
                 extra=()
                 [[ $kind == 304 ]] && extra=(-H "If-None-Match: $(etag_of "${ports[$i]}")")
                 echo "$kind $connections ${names[$i]} $(rps "$connections" "${ports[$i]}" "${extra[@]}")" >>"$work/rps"
@@ -138,6 +159,7 @@ for ((round = 1; round <= rounds; round++)); do
     done
 done
 for i in "${!binaries[@]}"; do echo "${names[$i]}: ${binaries[$i]}"; done
+[[ -n $floor ]] && echo "http-floor: $floor"
 echo "page: $(stat -c %s "$work/root$page") bytes; $rows rows; $rounds rounds of ${seconds} s"
 python3 - "$work/rps" <<'PY'
 import statistics, sys
@@ -145,13 +167,16 @@ runs = {}
 for line in open(sys.argv[1]):
     kind, connections, name, rps = line.split()
     runs.setdefault((kind, int(connections)), {}).setdefault(name, []).append(float(rps))
-names = list(next(iter(runs.values())))
+names = list(dict.fromkeys(n for by in runs.values() for n in by))
 print("| | " + " | ".join(f"{n} req/s (ratio)" for n in names) + " |")
 print("|---" * (len(names) + 1) + "|")
 for (kind, connections), by in runs.items():
     base = statistics.median(by["nginx-production"])
     cells = []
     for name in names:
+        if name not in by:
+            cells.append("–")
+            continue
         median = statistics.median(by[name])
         cells.append(f"{median:,.0f} ({median / base:.2f}×)")
     print(f"| {kind} page, {connections} connections | " + " | ".join(cells) + " |")

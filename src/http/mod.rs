@@ -95,7 +95,7 @@ pub(crate) fn router(state: HttpState) -> Public {
         .merge(api::router(&state))
         .fallback(sitemaps::dispatch)
         .with_state(state.clone());
-    Public::new(state, routes)
+    Public::serving_files(state, routes)
 }
 
 /// `/healthz` and `/readyz`, which every listener answers.

@@ -4,7 +4,9 @@
 //!
 //! One service in plain code rather than a stack of middlewares: each layer
 //! of a stack cost every request a clone of a boxed service and a boxed
-//! future, which a `304` (a few microseconds in all) felt.
+//! future, which a `304` (a few microseconds in all) felt. For the same
+//! reason a `GET` of a sitemap file goes to its handler straight, not
+//! through the router's fallback.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -12,13 +14,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::Router;
-use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tower::{Service, ServiceExt};
 use tracing::Instrument;
 
-use super::{HttpState, fetches, host};
+use super::{HttpState, fetches, host, sitemaps};
 use crate::metrics::route_of;
 
 /// The public port's routes inside the pipeline every request goes through.
@@ -26,12 +28,35 @@ use crate::metrics::route_of;
 pub(crate) struct Public {
     state: HttpState,
     routes: Router,
+    /// Whether files are answered here too, and `routes` only answers what
+    /// [`routed`] names.
+    files: bool,
 }
 
 impl Public {
+    /// `routes` answers every request.
     pub(crate) fn new(state: HttpState, routes: Router) -> Public {
-        Public { state, routes }
+        Public {
+            state,
+            routes,
+            files: false,
+        }
     }
+
+    /// Sitemap files are answered by their handler, the rest by `routes`
+    /// (whose fallback is the same handler).
+    pub(crate) fn serving_files(state: HttpState, routes: Router) -> Public {
+        Public {
+            state,
+            routes,
+            files: true,
+        }
+    }
+}
+
+/// Whether a request on `route` is one of the router's own, not a file's.
+fn routed(route: &str) -> bool {
+    matches!(route, "/healthz" | "/readyz" | "/metrics" | "/api/v1")
 }
 
 impl Service<Request> for Public {
@@ -46,11 +71,12 @@ impl Service<Request> for Public {
     fn call(&mut self, request: Request) -> Self::Future {
         let state = self.state.clone();
         let routes = self.routes.clone();
-        Box::pin(async move { Ok(respond(state, routes, request).await) })
+        let files = self.files;
+        Box::pin(async move { Ok(respond(state, routes, files, request).await) })
     }
 }
 
-async fn respond(state: HttpState, routes: Router, request: Request) -> Response {
+async fn respond(state: HttpState, routes: Router, files: bool, request: Request) -> Response {
     let route = route_of(request.uri().path());
     // Per request at DEBUG: a line per request at INFO cost a third of the
     // rate of `304`s (formatting it, and the lock on the output).
@@ -64,6 +90,12 @@ async fn respond(state: HttpState, routes: Router, request: Request) -> Response
         let asked = fetches::Asked::of(&state, &request);
         let response = match host::host_problem(request.version(), request.headers()) {
             Some(problem) => bad_host(problem),
+            // A `HEAD` goes through the router, which frames its answer.
+            None if files && request.method() == Method::GET && !routed(route) => {
+                sitemaps::dispatch(State(state.clone()), request)
+                    .await
+                    .into_response()
+            }
             None => {
                 let routes = routes.oneshot(request);
                 routes.await.unwrap_or_else(|never| match never {})

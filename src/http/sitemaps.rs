@@ -178,22 +178,22 @@ async fn index(
     let newest = listing.pages().map(|(_, entry)| entry.lastmod).max();
     let version = newest.map_or(0, |t| t.unix_timestamp_nanos() as u128 / 1000);
     let representation = Representation::of(encoding, request);
-    let variant = format!(
-        "{}-{}-{}",
-        digest(&[
-            &state.pages.fingerprint,
-            &members
-                .iter()
-                .map(|member| member.base_url.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-            &capacity.to_string(),
-            &nested.to_string(),
-        ]),
-        chunk.map_or("root".to_owned(), |chunk| chunk.to_string()),
-        representation.tag()
+    let settings = digest(&[
+        &state.pages.fingerprint,
+        &members
+            .iter()
+            .map(|member| member.base_url.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        &capacity.to_string(),
+        &nested.to_string(),
+    ]);
+    let chunk_tag = chunk.map_or("root".to_owned(), |chunk| chunk.to_string());
+    let validators = Validators::new(
+        version,
+        &[&settings, &chunk_tag, representation.tag()],
+        newest,
     );
-    let validators = Validators::new(version, &variant, newest);
     if validators.client_is_current(request) {
         let response = validators.not_modified(&state.cache_control, representation.vary());
         return Ok((response, newest));
@@ -432,7 +432,7 @@ fn page_validators(state: &HttpState, changed: OffsetDateTime, representation: &
     let version = changed.unix_timestamp_nanos() as u128 / 1000;
     Validators::new(
         version,
-        format_args!("{}-{representation}", state.pages.fingerprint),
+        &[&state.pages.fingerprint, representation],
         Some(changed),
     )
 }
@@ -444,7 +444,7 @@ const STYLESHEET: &str = include_str!("assets/sitemap.xsl");
 fn stylesheet(state: &HttpState, request: &HeaderMap) -> Response {
     let validators = Validators::new(
         u128::from(crc32fast::hash(STYLESHEET.as_bytes())),
-        "xsl",
+        &["xsl"],
         None,
     );
     if validators.client_is_current(request) {
@@ -482,7 +482,11 @@ async fn robots(
     }
     let body = robots_txt(on_host.robots_txt(), &lines);
     state.metrics.body_bytes(routes::ROBOTS, body.len());
-    let validators = Validators::new(u128::from(crc32fast::hash(body.as_bytes())), "robots", None);
+    let validators = Validators::new(
+        u128::from(crc32fast::hash(body.as_bytes())),
+        &["robots"],
+        None,
+    );
     if validators.client_is_current(request) {
         return Ok(validators.not_modified(&state.cache_control, None));
     }
@@ -495,7 +499,7 @@ async fn robots(
 /// whoever sends a site's URLs controls the site.
 fn indexnow_key_file(state: &HttpState, key: &str, request: &HeaderMap) -> Response {
     state.metrics.body_bytes(routes::INDEXNOW_KEY, key.len());
-    let validators = Validators::new(u128::from(crc32fast::hash(key.as_bytes())), "key", None);
+    let validators = Validators::new(u128::from(crc32fast::hash(key.as_bytes())), &["key"], None);
     if validators.client_is_current(request) {
         return validators.not_modified(&state.cache_control, None);
     }

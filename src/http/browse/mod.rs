@@ -192,7 +192,7 @@ fn respond(
     // own checksum is its version.
     let validators = Validators::new(
         u128::from(crc32fast::hash(body.as_bytes())),
-        "html",
+        &["html"],
         changed,
     );
     if validators.client_is_current(request) {
