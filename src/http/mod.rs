@@ -85,7 +85,8 @@ impl std::ops::Deref for HttpState {
 }
 
 /// The public port's service: its routes in the pipeline every request
-/// goes through.
+/// goes through. A `GET` of any other path goes to `sitemaps::dispatch`
+/// without the router, so a route added here is named in `public::routed`.
 pub(crate) fn router(state: HttpState) -> Public {
     let mut router = health_routes();
     if state.metrics_public {
