@@ -26,6 +26,7 @@
 //! `--disable-triggers`) announces nothing: `NOTIFY sitemapd_pages, '*'`
 //! after it.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -55,7 +56,70 @@ pub(crate) struct PageSummary {
 }
 
 /// A site's pages as the summaries had them, in index order.
-pub(crate) type Snapshot = Arc<Vec<IndexEntry>>;
+pub(crate) type Snapshot = Arc<Entries>;
+
+/// Index entries, and where each section's run of them is, so that a
+/// request finds its page among thousands without reading them all.
+#[derive(Debug, Default)]
+pub(crate) struct Entries {
+    entries: Vec<IndexEntry>,
+    /// Each run of consecutive entries of one section, whose pages ascend.
+    /// A section has one run, unless the database's collation sorts other
+    /// names as equal to it and between its entries.
+    runs: Vec<(String, Range<usize>)>,
+}
+
+impl Entries {
+    /// `entries` as the index sorts them: by section, then page.
+    pub(crate) fn new(entries: Vec<IndexEntry>) -> Entries {
+        let mut runs: Vec<(String, Range<usize>)> = Vec::new();
+        for (at, entry) in entries.iter().enumerate() {
+            match runs.last_mut() {
+                Some((section, run)) if *section == entry.section => run.end = at + 1,
+                _ => runs.push((entry.section.clone(), at..at + 1)),
+            }
+        }
+        Entries { entries, runs }
+    }
+
+    /// What the entries and runs hold, about.
+    fn bytes(&self) -> usize {
+        let entries: usize = self
+            .entries
+            .iter()
+            .map(|entry| size_of::<IndexEntry>() + entry.section.len())
+            .sum();
+        let runs: usize = self
+            .runs
+            .iter()
+            .map(|(section, _)| size_of::<(String, Range<usize>)>() + section.len())
+            .sum();
+        entries + runs
+    }
+
+    /// The listed entry of `page` in `section`.
+    fn listed(&self, section: &str, page: i32) -> Option<&IndexEntry> {
+        self.runs
+            .iter()
+            .filter(|(name, _)| name == section)
+            .find_map(|(_, run)| {
+                let run = &self.entries[run.clone()];
+                let first = run.partition_point(|entry| entry.page < page);
+                run[first..]
+                    .iter()
+                    .take_while(|entry| entry.page == page)
+                    .find(|entry| entry.listed)
+            })
+    }
+}
+
+impl std::ops::Deref for Entries {
+    type Target = [IndexEntry];
+
+    fn deref(&self) -> &[IndexEntry] {
+        &self.entries
+    }
+}
 
 #[derive(Debug)]
 pub struct Summaries {
@@ -79,12 +143,7 @@ impl Summaries {
     pub fn new(max_age: Duration, cache_bytes: u64, replica_lag: bool) -> Summaries {
         let mut snapshots = Cache::builder().max_capacity(cache_bytes).weigher(
             |site: &String, read: &Read<Snapshot>| {
-                let entries: usize = read
-                    .value
-                    .iter()
-                    .map(|entry| std::mem::size_of::<IndexEntry>() + entry.section.len())
-                    .sum();
-                u32::try_from(SNAPSHOT_BYTES + site.len() + entries).unwrap_or(u32::MAX)
+                u32::try_from(SNAPSHOT_BYTES + site.len() + read.value.bytes()).unwrap_or(u32::MAX)
             },
         );
         if replica_lag {
@@ -132,11 +191,11 @@ impl Summaries {
         site: &str,
     ) -> Result<Snapshot, Arc<store::Error>> {
         if self.is_disabled() || !self.trusted() {
-            return Ok(Arc::new(store.index(site).await?));
+            return Ok(Arc::new(Entries::new(store.index(site).await?)));
         }
         self.epochs
             .fresh(&self.snapshots, site.to_owned(), &site, || async {
-                Ok(Arc::new(store.index(site).await?))
+                Ok(Arc::new(Entries::new(store.index(site).await?)))
             })
             .await
     }
@@ -150,10 +209,7 @@ impl Summaries {
         page: i32,
     ) -> Result<Option<PageSummary>, Arc<store::Error>> {
         let snapshot = self.of(store, site).await?;
-        let found = snapshot
-            .iter()
-            .find(|e| e.page == page && e.section == section && e.listed);
-        Ok(found.map(|e| PageSummary {
+        Ok(snapshot.listed(section, page).map(|e| PageSummary {
             url_count: e.url_count,
             lastmod: e.lastmod,
         }))
@@ -204,5 +260,43 @@ mod tests {
         summaries.heard();
         assert!(summaries.trusted());
         assert!(summaries.heartbeat_interval() < Duration::from_millis(50));
+    }
+
+    #[test]
+    fn a_page_is_found_in_its_sections_runs() {
+        let entry = |section: &str, page, listed| IndexEntry {
+            section: section.to_owned(),
+            page,
+            url_count: page * 10,
+            lastmod: OffsetDateTime::UNIX_EPOCH,
+            listed,
+        };
+        // As a case-insensitive collation may sort them: "Blog" and "blog"
+        // as equals, their pages interleaved.
+        let entries = Entries::new(vec![
+            entry("Blog", 1, true),
+            entry("blog", 1, true),
+            entry("blog", 2, false),
+            entry("Blog", 3, true),
+            entry("blog", 3, true),
+            entry("shop", 1, true),
+            entry("shop", 2, true),
+            entry("shop", 4, false),
+            entry("shop", 4, true),
+        ]);
+        assert_eq!(entries.len(), 9);
+        let found = |section, page| {
+            entries
+                .listed(section, page)
+                .map(|e| (e.section.as_str(), e.page))
+        };
+        assert_eq!(found("Blog", 3), Some(("Blog", 3)));
+        assert_eq!(found("blog", 3), Some(("blog", 3)));
+        assert_eq!(found("blog", 2), None, "not listed");
+        assert_eq!(found("Blog", 2), None);
+        assert_eq!(found("shop", 2), Some(("shop", 2)));
+        assert_eq!(found("shop", 4), Some(("shop", 4)), "the listed one of two");
+        assert_eq!(found("shop", 3), None);
+        assert_eq!(found("news", 1), None);
     }
 }
