@@ -11,16 +11,19 @@
 #     answering every request with sitemapd's `304`, nothing else), in the
 #     `304` rounds: what sitemapd costs above it is its own.
 # One database of ROWS plain-SQL rows (pages of 50,000 URLs), placed by
-# `sitemapd fold`; wrk -t2 on the first page the index lists, 16 and 64 connections,
+# `sitemapd fold`; wrk -t2 on the first page the index lists (with --last,
+# the last one), 16 and 64 connections,
 # ROUNDS rounds, each round running every server in turn; prints the
 # medians and each server's ratio to nginx "production". Several builds
 # can be given: each serves on a port of its own, side by side.
 #
-#   scripts/bench_static.sh [--rows N] [--rounds N] [--seconds N]
+#   scripts/bench_static.sh [--rows N] [--rounds N] [--seconds N] [--last]
 #       [--floor FLOOR_BINARY] BINARY...
 #
 # where FLOOR_BINARY is built by `cargo build --release --example http_floor`
-# (target/release/examples/http_floor).
+# (target/release/examples/http_floor). SITEMAPD_* settings in the
+# environment reach every sitemapd run, e.g. SITEMAPD_MAX_URLS=50 for an
+# index of many small pages.
 #
 # Needs psql, curl, wrk and nginx (apt-get install wrk nginx-light), and
 # PostgreSQL on 127.0.0.1:5432. Listens on 127.0.0.1:18760-18779 only;
@@ -31,17 +34,19 @@ rows=1000000
 rounds=3
 seconds=8
 floor=
+pick=1p
 while (($#)); do
     case "$1" in
         --rows) rows=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --floor) floor=$(realpath "$2"); shift 2 ;;
+        --last) pick='$p'; shift ;;
         *) break ;;
     esac
 done
 (($# >= 1)) || {
-    echo "usage: $0 [--rows N] [--rounds N] [--seconds N] [--floor FLOOR_BINARY] BINARY..." >&2
+    echo "usage: $0 [--rows N] [--rounds N] [--seconds N] [--last] [--floor FLOOR_BINARY] BINARY..." >&2
     exit 2
 }
 binaries=()
@@ -82,9 +87,9 @@ for i in "${!binaries[@]}"; do
     ports+=("$port")
     port=$((port + 2))
 done
-# The first page the index lists.
+# The first (or last) page the index lists.
 page=$(curl -sf -H 'Host: localhost:8080' "http://127.0.0.1:${ports[0]}/sitemap_index.xml" |
-    grep -o '<loc>[^<]*</loc>' | head -1 | sed 's|<loc>http://localhost:8080||; s|</loc>||')
+    grep -o '<loc>[^<]*</loc>' | sed -n "$pick" | sed 's|<loc>http://localhost:8080||; s|</loc>||')
 mkdir -p "$work/root"
 curl -sf -o "$work/root$page" -H 'Host: localhost:8080' "http://127.0.0.1:${ports[0]}$page"
 for binary_port in "${ports[@]:1}"; do
