@@ -282,9 +282,12 @@ async fn the_rate_limit_holds(pool: PgPool) {
         let within = times[i..].iter().take_while(|t| **t < start + 0.95).count();
         assert!(within <= 51, "{within} requests in the 0.95 s from {start}");
     }
+    // Paced, they span 2.98 s; a busy machine can hold the first up, or
+    // hurry none, by a few tenths. Unpaced, they take a few milliseconds.
+    let span = times[149] - times[0];
     assert!(
-        times[149] - times[0] >= 2.9,
-        "150 requests at 50 a second take 3 s"
+        span >= 2.5,
+        "150 requests at 50 a second take 3 s, not {span:.2} s"
     );
 }
 
