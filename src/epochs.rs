@@ -15,6 +15,7 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use moka::Equivalent;
 use moka::future::Cache;
 
 #[derive(Debug)]
@@ -76,24 +77,32 @@ impl Epochs {
 
     /// `key`'s value from `cache`, read by `read` when missing, or when a
     /// change (marked on `scope`) overtook the read that put it there.
-    pub(crate) async fn fresh<K, V, E, F, Fut>(
+    pub(crate) async fn fresh<K, Q, V, E, F, Fut>(
         &self,
         cache: &Cache<K, Read<V>>,
-        key: K,
+        key: &Q,
         scope: &impl Hash,
         read: F,
     ) -> Result<V, Arc<E>>
     where
-        K: Hash + Eq + Clone + Send + Sync + 'static,
+        K: Hash + Eq + Send + Sync + 'static,
+        Q: Hash + Equivalent<K> + ToOwned<Owned = K> + ?Sized,
         V: Clone + Send + Sync + 'static,
         E: Send + Sync + 'static,
         F: Fn() -> Fut,
         Fut: Future<Output = Result<V, E>>,
     {
+        // Most requests find their value kept and checked: looked up by
+        // reference, that takes no owned key (nor the cache's Arc of one).
+        if let Some(found) = cache.get(key).await
+            && found.checked.load(Ordering::Acquire)
+        {
+            return Ok(found.value);
+        }
         for _ in 0..READ_TRIES {
             let began = self.now();
             let found = cache
-                .try_get_with(key.clone(), async {
+                .try_get_with(key.to_owned(), async {
                     Ok(Read {
                         began,
                         checked: Arc::default(),
@@ -108,7 +117,7 @@ impl Epochs {
                 found.checked.store(true, Ordering::Release);
                 return Ok(found.value);
             }
-            cache.invalidate(&key).await;
+            cache.invalidate(key).await;
         }
         Ok(read().await?)
     }
@@ -137,12 +146,12 @@ mod tests {
         let cache: Cache<&str, Read<u32>> = Cache::new(10);
         let reads = AtomicU64::new(0);
         let read = || async { Ok::<_, ()>(reads.fetch_add(1, Ordering::AcqRel) as u32) };
-        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(0));
-        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(0));
+        assert_eq!(epochs.fresh(&cache, &"k", &"k", read).await, Ok(0));
+        assert_eq!(epochs.fresh(&cache, &"k", &"k", read).await, Ok(0));
         epochs.mark(&"k");
         cache.invalidate(&"k").await;
-        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(1));
-        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(1));
+        assert_eq!(epochs.fresh(&cache, &"k", &"k", read).await, Ok(1));
+        assert_eq!(epochs.fresh(&cache, &"k", &"k", read).await, Ok(1));
     }
 
     #[tokio::test]
@@ -157,8 +166,8 @@ mod tests {
             }
             Ok::<_, ()>(n as u32)
         };
-        assert_eq!(epochs.fresh(&cache, "k", &"k", overtaken).await, Ok(1));
-        assert_eq!(epochs.fresh(&cache, "k", &"k", overtaken).await, Ok(1));
+        assert_eq!(epochs.fresh(&cache, &"k", &"k", overtaken).await, Ok(1));
+        assert_eq!(epochs.fresh(&cache, &"k", &"k", overtaken).await, Ok(1));
     }
 
     #[tokio::test]
@@ -167,10 +176,10 @@ mod tests {
         let cache: Cache<&str, Read<u32>> = Cache::new(10);
         let reads = AtomicU64::new(0);
         let read = || async { Ok::<_, ()>(reads.fetch_add(1, Ordering::AcqRel) as u32) };
-        assert_eq!(epochs.fresh(&cache, "k", &"k", read).await, Ok(0));
+        assert_eq!(epochs.fresh(&cache, &"k", &"k", read).await, Ok(0));
         epochs.mark_all();
         assert_eq!(
-            epochs.fresh(&cache, "k", &"k", read).await,
+            epochs.fresh(&cache, &"k", &"k", read).await,
             Ok(0),
             "a drop not of k leaves k's checked value"
         );

@@ -194,7 +194,7 @@ impl Summaries {
             return Ok(Arc::new(Entries::new(store.index(site).await?)));
         }
         self.epochs
-            .fresh(&self.snapshots, site.to_owned(), &site, || async {
+            .fresh(&self.snapshots, site, &site, || async {
                 Ok(Arc::new(Entries::new(store.index(site).await?)))
             })
             .await

@@ -213,7 +213,7 @@ impl Directory {
         if let Some(host) = host {
             let found = self
                 .epochs
-                .fresh(&self.hosts, host.to_owned(), &Scope::Host(host), || async {
+                .fresh(&self.hosts, host, &Scope::Host(host), || async {
                     let sites = self.store.sites_on_host(host).await?;
                     Ok(Arc::new(HostSites::new(
                         sites.into_iter().map(Arc::new).collect(),
@@ -230,7 +230,7 @@ impl Directory {
         }
         let sole = self
             .epochs
-            .fresh(&self.sole, (), &Scope::Sole, || async {
+            .fresh(&self.sole, &(), &Scope::Sole, || async {
                 Ok(self.store.sole_site().await?.map(Arc::new))
             })
             .await?;
@@ -251,7 +251,7 @@ impl Directory {
             return Ok(None);
         }
         self.epochs
-            .fresh(&self.names, name.to_owned(), &Scope::Name(name), || async {
+            .fresh(&self.names, name, &Scope::Name(name), || async {
                 Ok(self.store.site(name).await?.map(|s| Arc::new(s.site)))
             })
             .await
@@ -263,12 +263,9 @@ impl Directory {
         digest: &str,
     ) -> Result<Option<Arc<str>>, Arc<store::Error>> {
         self.epochs
-            .fresh(
-                &self.tokens,
-                digest.to_owned(),
-                &Scope::Token(digest),
-                || async { Ok(self.store.token_site(digest).await?.map(Arc::from)) },
-            )
+            .fresh(&self.tokens, digest, &Scope::Token(digest), || async {
+                Ok(self.store.token_site(digest).await?.map(Arc::from))
+            })
             .await
     }
 
