@@ -40,7 +40,7 @@ pub(crate) use audits::{AuditRecord, DueRow};
 pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub(crate) use crawlers::{FileFetches, HourKey, LedgerRow};
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
-pub(crate) use import::ImportCounts;
+pub(crate) use import::{Filled, ImportCounts};
 pub use moves::ServedDigest;
 pub(crate) use push::ChangeBatch;
 pub(crate) use reads::ReadRouteMetrics;
@@ -353,7 +353,7 @@ impl Store {
         // Asked of the server only when connecting fails: every connection
         // costs a handshake (about 90 ms here with TLS, two of its writes
         // each waiting for a delayed ACK).
-        let pool = match pool_options(settings).connect_with(options.clone()).await {
+        let pool = match open_pool(settings, options.clone()).await {
             Err(sqlx::Error::Database(error))
                 if error.code().as_deref() == Some(NO_SUCH_DATABASE) =>
             {
@@ -363,7 +363,7 @@ impl Store {
                         if error.code().as_deref() == Some(DATABASE_EXISTS) => {}
                     created => created?,
                 }
-                pool_options(settings).connect_with(options).await?
+                open_pool(settings, options).await?
             }
             connected => connected?,
         };
@@ -898,6 +898,27 @@ impl Store {
 const NO_SUCH_DATABASE: &str = "3D000";
 /// SQLSTATE `duplicate_database`: another process created it first.
 const DATABASE_EXISTS: &str = "42P04";
+
+/// A pool holding two connections, opened at once. Every command starts
+/// with queries one after another, and sqlx gives a connection back to
+/// its pool only after a round trip of its own: the second query would
+/// open a second connection, one handshake after the other.
+async fn open_pool(settings: &Settings, options: PgConnectOptions) -> Result<PgPool, sqlx::Error> {
+    let pool = pool_options(settings).connect_lazy_with(options);
+    let opened = if settings.db_max_connections >= 2 {
+        tokio::try_join!(pool.acquire(), pool.acquire())?;
+        2
+    } else {
+        pool.acquire().await?;
+        1
+    };
+    // Back in the pool after their round trips, or given up on.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
+    while pool.num_idle() < opened && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(pool)
+}
 
 fn pool_options(settings: &Settings) -> PgPoolOptions {
     PgPoolOptions::new()
