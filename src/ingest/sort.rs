@@ -19,7 +19,6 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Seek, Write};
-use std::ops::Range;
 use std::thread::JoinHandle;
 
 /// Rows sorted in memory before a run is spilled to disk.
@@ -31,11 +30,61 @@ pub(crate) const RUN_BYTES: usize = 32 * 1024 * 1024;
 pub(crate) struct KeySorter {
     key_fields: usize,
     run_bytes: usize,
-    rows: Vec<u8>,
-    spans: Vec<Range<usize>>,
+    run: Run,
     runs: Vec<File>,
-    /// The run being sorted and written.
-    spilling: Option<JoinHandle<io::Result<File>>>,
+    /// The run being sorted and written, which gives its emptied buffers
+    /// back for the run after next: filling fresh memory costs a page
+    /// fault a page, and growing a buffer copies it.
+    spilling: Option<JoinHandle<io::Result<(File, Run)>>>,
+}
+
+/// Rows not yet sorted, and what is learnt of each as it arrives, while
+/// it is still in the cache: where its key ends, and how many leading
+/// bytes all of them share.
+#[derive(Debug, Default)]
+struct Run {
+    rows: Vec<u8>,
+    spans: Vec<Span>,
+    shared: usize,
+}
+
+/// One row of a run: where it lies, and how long its key is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    len: u32,
+    key_len: u32,
+}
+
+impl Span {
+    fn row<'a>(&self, rows: &'a [u8]) -> &'a [u8] {
+        &rows[self.start..self.start + self.len as usize]
+    }
+}
+
+impl Run {
+    fn push(&mut self, row: &[u8], key_fields: usize) -> io::Result<()> {
+        let too_long = || io::Error::other("a row of 4 GiB or more");
+        let span = Span {
+            start: self.rows.len(),
+            len: u32::try_from(row.len()).map_err(|_| too_long())?,
+            key_len: u32::try_from(key(row, key_fields).len()).map_err(|_| too_long())?,
+        };
+        self.shared = match self.spans.first() {
+            None => row.len(),
+            Some(first) => common_prefix_len(&first.row(&self.rows)[..self.shared], row),
+        };
+        self.rows.extend_from_slice(row);
+        self.spans.push(span);
+        Ok(())
+    }
+
+    /// Puts the spans in the rows' byte order, the last of each key alone.
+    fn keep_last_in_order(&mut self) {
+        let kept = keep_last_in_order(&self.rows, &self.spans, self.shared);
+        self.spans.clear();
+        self.spans.extend(kept.into_iter().map(|(_, span)| span));
+    }
 }
 
 impl KeySorter {
@@ -43,8 +92,7 @@ impl KeySorter {
         Self {
             key_fields,
             run_bytes,
-            rows: Vec::new(),
-            spans: Vec::new(),
+            run: Run::default(),
             runs: Vec::new(),
             spilling: None,
         }
@@ -52,10 +100,8 @@ impl KeySorter {
 
     /// Adds one row (ending in a newline).
     pub(crate) fn push(&mut self, row: &[u8]) -> io::Result<()> {
-        let start = self.rows.len();
-        self.rows.extend_from_slice(row);
-        self.spans.push(start..self.rows.len());
-        if self.rows.len() >= self.run_bytes {
+        self.run.push(row, self.key_fields)?;
+        if self.run.rows.len() >= self.run_bytes {
             self.spill()?;
         }
         Ok(())
@@ -65,27 +111,27 @@ impl KeySorter {
     /// returns false. Returns whether every row was handed over.
     pub(crate) fn finish(mut self, mut emit: impl FnMut(&[u8]) -> bool) -> io::Result<bool> {
         if self.runs.is_empty() && self.spilling.is_none() {
-            let spans = std::mem::take(&mut self.spans);
-            let rows = &self.rows;
-            return Ok(keep_last_in_order(rows, spans, self.key_fields)
-                .into_iter()
-                .all(|span| emit(&rows[span])));
+            self.run.keep_last_in_order();
+            let rows = &self.run.rows;
+            return Ok(self.run.spans.iter().all(|span| emit(span.row(rows))));
         }
         // The rows still in memory join the merge from there: spilling
         // them would put a write and a read of up to a run's bytes between
         // the last record read and the first row out. They are sorted while
         // the last full run is still being written.
-        let spans = std::mem::take(&mut self.spans);
-        let rest = keep_last_in_order(&self.rows, spans, self.key_fields);
+        self.run.keep_last_in_order();
         self.collect_spill()?;
         let mut runs = Vec::with_capacity(self.runs.len() + 1);
         for mut file in std::mem::take(&mut self.runs) {
             file.rewind()?;
-            runs.push(Run::Spilled(BufReader::with_capacity(64 * 1024, file)));
+            runs.push(SortedRun::Spilled(BufReader::with_capacity(
+                64 * 1024,
+                file,
+            )));
         }
-        runs.push(Run::InMemory {
-            rows: &self.rows,
-            spans: rest.into_iter(),
+        runs.push(SortedRun::InMemory {
+            rows: &self.run.rows,
+            spans: self.run.spans.iter(),
         });
         let mut heap = BinaryHeap::with_capacity(runs.len());
         for (index, run) in runs.iter_mut().enumerate() {
@@ -112,94 +158,121 @@ impl KeySorter {
     /// Hands the rows in memory to a thread that sorts and writes them,
     /// once the previous run is written.
     fn spill(&mut self) -> io::Result<()> {
-        self.collect_spill()?;
-        let rows = std::mem::take(&mut self.rows);
-        let spans = std::mem::take(&mut self.spans);
-        let key_fields = self.key_fields;
+        let next = self.collect_spill()?.unwrap_or_else(|| Run {
+            rows: Vec::with_capacity(self.run_bytes.saturating_add(RUN_SLACK)),
+            spans: Vec::with_capacity(self.run.spans.len()),
+            shared: 0,
+        });
+        let mut run = std::mem::replace(&mut self.run, next);
         self.spilling = Some(std::thread::spawn(move || {
             let mut out = BufWriter::new(tempfile::tempfile()?);
-            for span in keep_last_in_order(&rows, spans, key_fields) {
-                out.write_all(&rows[span])?;
+            run.keep_last_in_order();
+            for span in &run.spans {
+                out.write_all(span.row(&run.rows))?;
             }
-            out.into_inner().map_err(io::IntoInnerError::into_error)
+            let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+            run.rows.clear();
+            run.spans.clear();
+            Ok((file, run))
         }));
         Ok(())
     }
 
-    fn collect_spill(&mut self) -> io::Result<()> {
-        if let Some(spilling) = self.spilling.take() {
-            let run = spilling
-                .join()
-                .map_err(|_| io::Error::other("the sorting thread panicked"))??;
-            self.runs.push(run);
-        }
-        Ok(())
+    /// Waits for the run being written, if any; returns its buffers.
+    fn collect_spill(&mut self) -> io::Result<Option<Run>> {
+        let Some(spilling) = self.spilling.take() else {
+            return Ok(None);
+        };
+        let (file, emptied) = spilling
+            .join()
+            .map_err(|_| io::Error::other("the sorting thread panicked"))??;
+        self.runs.push(file);
+        Ok(Some(emptied))
     }
 }
 
-/// Sorts rows already in memory (newline-ended, as for [`KeySorter`]).
+/// Room past a run's bytes for the row that fills it.
+const RUN_SLACK: usize = 64 * 1024;
+
+/// Sorts rows already in memory (newline-ended, as for [`KeySorter`]): a
+/// batch of the write API's, small enough to compare whole.
 pub(crate) fn sort_in_memory(rows: &[u8], key_fields: usize) -> Vec<u8> {
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for (at, _) in rows.iter().enumerate().filter(|&(_, &b)| b == b'\n') {
-        spans.push(start..at + 1);
-        start = at + 1;
-    }
+    let mut lines: Vec<&[u8]> = rows.split_inclusive(|&b| b == b'\n').collect();
+    lines.sort_unstable();
     let mut out = Vec::with_capacity(rows.len());
-    for span in keep_last_in_order(rows, spans, key_fields) {
-        out.extend_from_slice(&rows[span]);
+    for (at, line) in lines.iter().enumerate() {
+        let last_of_its_key = lines
+            .get(at + 1)
+            .is_none_or(|next| key(next, key_fields) != key(line, key_fields));
+        if last_of_its_key {
+            out.extend_from_slice(line);
+        }
     }
     out
 }
 
 /// Sorts the rows' spans by the rows' bytes and drops all but the last
-/// of each key.
-fn keep_last_in_order(
-    rows: &[u8],
-    spans: Vec<Range<usize>>,
-    key_fields: usize,
-) -> Vec<Range<usize>> {
-    // The rows of an import share a long prefix (the site and its base
-    // URL), which every comparison of whole rows would read again, and the
-    // sort is a large part of an import's CPU: rows are ordered by the 16
-    // bytes after that prefix first, and compared whole only when those tie.
-    let shared = shared_prefix_len(rows, &spans);
-    let mut keyed: Vec<(u128, Range<usize>)> = spans
-        .into_iter()
-        .map(|span| (window(&rows[span.clone()], shared), span))
+/// of each key. Every row starts with the same `shared` bytes.
+///
+/// The rows of an import share a long prefix (the site and its base URL),
+/// which every comparison of whole rows would read again, and a run is far
+/// larger than the cache: rows are ordered by the 16 bytes after that
+/// prefix first, and read only when those tie; a key is told from the next
+/// by its length and those bytes, and read only when they cannot tell.
+fn keep_last_in_order(rows: &[u8], spans: &[Span], shared: usize) -> Vec<(u128, Span)> {
+    let mut keyed: Vec<(u128, Span)> = spans
+        .iter()
+        .map(|span| (window(span.row(rows), shared), *span))
         .collect();
+    let past_window = shared + WINDOW;
     keyed.sort_unstable_by(|(window_a, a), (window_b, b)| {
-        window_a
-            .cmp(window_b)
-            .then_with(|| rows[a.clone()].cmp(&rows[b.clone()]))
+        window_a.cmp(window_b).then_with(|| {
+            // Equal windows: the bytes before the window's end, or before
+            // either row's end, are equal.
+            let (a, b) = (a.row(rows), b.row(rows));
+            let from = past_window.min(a.len()).min(b.len());
+            a[from..].cmp(&b[from..])
+        })
     });
-    let mut kept: Vec<Range<usize>> = Vec::with_capacity(keyed.len());
-    for (_, span) in keyed {
-        match kept.last_mut() {
-            Some(last)
-                if key(&rows[last.clone()], key_fields) == key(&rows[span.clone()], key_fields) =>
-            {
-                *last = span;
-            }
-            _ => kept.push(span),
+    // Each key's last row replaces the ones before it, in place.
+    let mut kept = 0;
+    for at in 0..keyed.len() {
+        if kept > 0 && same_key(rows, keyed[kept - 1], keyed[at], shared) {
+            keyed[kept - 1] = keyed[at];
+        } else {
+            keyed[kept] = keyed[at];
+            kept += 1;
         }
     }
-    kept
+    keyed.truncate(kept);
+    keyed
 }
 
-/// How many leading bytes every row shares.
-fn shared_prefix_len(rows: &[u8], spans: &[Range<usize>]) -> usize {
-    let Some(first) = spans.first() else {
-        return 0;
-    };
-    let first = &rows[first.clone()];
-    spans.iter().fold(first.len(), |shared, span| {
-        first[..shared]
-            .iter()
-            .zip(&rows[span.clone()])
-            .take_while(|(a, b)| a == b)
-            .count()
-    })
+/// Bytes of a row, after the shared prefix, that order it before it is read.
+const WINDOW: usize = 16;
+
+/// Whether two rows (with their windows) have the same key.
+fn same_key(
+    rows: &[u8],
+    (window_a, a): (u128, Span),
+    (window_b, b): (u128, Span),
+    shared: usize,
+) -> bool {
+    if a.key_len != b.key_len {
+        return false;
+    }
+    let key_len = a.key_len as usize;
+    if window_a != window_b && shared + WINDOW <= key_len {
+        // The windows lie within the keys.
+        return false;
+    }
+    let from = shared.min(key_len);
+    a.row(rows)[from..key_len] == b.row(rows)[from..key_len]
+}
+
+/// How many leading bytes `a` and `b` share.
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(a, b)| a == b).count()
 }
 
 /// The 16 bytes of `row` from `from` on, as a number that orders as they
@@ -208,29 +281,31 @@ fn shared_prefix_len(rows: &[u8], spans: &[Range<usize>]) -> usize {
 /// never above the other's bytes); equal windows leave it to the bytes.
 fn window(row: &[u8], from: usize) -> u128 {
     let tail = row.get(from..).unwrap_or_default();
-    let mut bytes = [0; 16];
+    let mut bytes = [0; WINDOW];
     let len = tail.len().min(bytes.len());
     bytes[..len].copy_from_slice(&tail[..len]);
     u128::from_be_bytes(bytes)
 }
 
 /// A sorted run being merged.
-enum Run<'a> {
+enum SortedRun<'a> {
     Spilled(BufReader<File>),
     InMemory {
         rows: &'a [u8],
-        spans: std::vec::IntoIter<Range<usize>>,
+        spans: std::slice::Iter<'a, Span>,
     },
 }
 
-impl Run<'_> {
+impl SortedRun<'_> {
     fn next_row(&mut self) -> io::Result<Option<Vec<u8>>> {
         match self {
-            Run::Spilled(reader) => {
+            SortedRun::Spilled(reader) => {
                 let mut row = Vec::new();
                 Ok((reader.read_until(b'\n', &mut row)? > 0).then_some(row))
             }
-            Run::InMemory { rows, spans } => Ok(spans.next().map(|span| rows[span].to_vec())),
+            SortedRun::InMemory { rows, spans } => {
+                Ok(spans.next().map(|span| span.row(rows).to_vec()))
+            }
         }
     }
 }
@@ -329,24 +404,63 @@ mod tests {
                 0..40,
             ),
         ) {
-            let mut rows = Vec::new();
-            let mut spans = Vec::new();
-            for tail in &tails {
-                let start = rows.len();
-                rows.extend_from_slice(&prefix);
-                rows.extend_from_slice(tail);
-                spans.push(start..rows.len());
-            }
-            let mut expected: Vec<&[u8]> = spans.iter().map(|span| &rows[span.clone()]).collect();
+            let rows: Vec<Vec<u8>> = tails.iter().map(|tail| [&prefix[..], tail].concat()).collect();
+            // More key fields than any row has tabs: a row is its own key.
+            let mut expected: Vec<&[u8]> = rows.iter().map(Vec::as_slice).collect();
             expected.sort();
             expected.dedup();
-            // More key fields than any row has tabs: a row is its own key.
-            let sorted: Vec<&[u8]> = keep_last_in_order(&rows, spans.clone(), 100)
-                .into_iter()
-                .map(|span| &rows[span])
-                .collect();
+            let run = sorted_run_of(&rows, 100);
+            let sorted: Vec<&[u8]> = run.spans.iter().map(|span| span.row(&run.rows)).collect();
             proptest::prop_assert_eq!(sorted, expected);
         }
+
+        /// Of rows whose leading fields tie, the greatest alone is kept,
+        /// however much of the key the shared prefix and the window cover.
+        #[test]
+        fn rows_of_one_key_keep_the_greatest(
+            prefix in proptest::collection::vec(proptest::sample::select(vec![b'\t', b'a', b'b']), 0..20),
+            tails in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![0u8, b'\t', b'a', b'b']), 0..24),
+                0..40,
+            ),
+            key_fields in 1usize..4,
+        ) {
+            let rows: Vec<Vec<u8>> = tails.iter().map(|tail| [&prefix[..], tail].concat()).collect();
+            let run = sorted_run_of(&rows, key_fields);
+            let sorted: Vec<&[u8]> = run.spans.iter().map(|span| span.row(&run.rows)).collect();
+            proptest::prop_assert_eq!(sorted, greatest_of_each_key(&rows, key_fields));
+
+            // The write API's batches, newline-ended, sort the same way.
+            let lines: Vec<Vec<u8>> = rows.iter().map(|row| [&row[..], b"\n"].concat()).collect();
+            proptest::prop_assert_eq!(
+                sort_in_memory(&lines.concat(), key_fields),
+                greatest_of_each_key(&lines, key_fields).concat()
+            );
+        }
+    }
+
+    /// The rows in byte order, of those whose keys tie only the greatest.
+    fn greatest_of_each_key(rows: &[Vec<u8>], key_fields: usize) -> Vec<&[u8]> {
+        let mut rows: Vec<&[u8]> = rows.iter().map(Vec::as_slice).collect();
+        rows.sort();
+        rows.dedup();
+        rows.iter()
+            .enumerate()
+            .filter(|(at, row)| {
+                rows.get(at + 1)
+                    .is_none_or(|next| key(next, key_fields) != key(row, key_fields))
+            })
+            .map(|(_, row)| *row)
+            .collect()
+    }
+
+    fn sorted_run_of(rows: &[Vec<u8>], key_fields: usize) -> Run {
+        let mut run = Run::default();
+        for row in rows {
+            run.push(row, key_fields).expect("a short row");
+        }
+        run.keep_last_in_order();
+        run
     }
 
     #[test]
