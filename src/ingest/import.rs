@@ -24,10 +24,10 @@ use tokio::sync::mpsc;
 use super::formats::{self, Format, Input, Position, ReadError, ReadOptions};
 use super::sitemap_entry::Dropped;
 use super::sort::{KeySorter, RUN_BYTES, sort_in_memory};
-use super::validate::{FieldError, Record, Validator};
+use super::validate::{FieldError, Record, Validator, tenth_f32};
 use crate::site::Site;
 use crate::sitemap::name::parse_slug;
-use crate::store::{self, ImportCounts, Store};
+use crate::store::{self, Filled, ImportCounts, Store};
 
 /// Rows per batch sent to the database.
 const BATCH_ROWS: usize = 10_000;
@@ -183,6 +183,8 @@ pub struct Reading {
     source: Source,
     /// Tells the reader how the rows will be written, once that is known.
     path: std::sync::mpsc::SyncSender<Path>,
+    /// The optional columns the rows fill, known once all are read.
+    filled: tokio::sync::oneshot::Receiver<Filled>,
     rows: mpsc::Receiver<Vec<u8>>,
     reader: tokio::task::JoinHandle<Result<ImportReport, ImportError>>,
 }
@@ -200,13 +202,17 @@ impl Reading {
     fn start(source: Source) -> Reading {
         let (tx, rows) = mpsc::channel::<Vec<u8>>(BATCHES_IN_FLIGHT);
         let (path, path_rx) = std::sync::mpsc::sync_channel::<Path>(1);
+        let (filled_tx, filled) = tokio::sync::oneshot::channel();
         let reader = {
             let source = source.clone();
-            tokio::task::spawn_blocking(move || read_and_validate(&source, &tx, &path_rx))
+            tokio::task::spawn_blocking(move || {
+                read_and_validate(&source, &path_rx, filled_tx, &tx)
+            })
         };
         Reading {
             source,
             path,
+            filled,
             rows,
             reader,
         }
@@ -242,6 +248,7 @@ impl Reading {
         let Reading {
             source,
             path: path_tx,
+            filled,
             rows,
             reader,
         } = self;
@@ -252,9 +259,14 @@ impl Reading {
         let batches = futures_util::stream::unfold(rows, |mut rows| async {
             rows.recv().await.map(|batch| (batch, rows))
         });
-        let copied = match path {
-            Path::Upsert => session.copy(batches).await.map(|()| None),
-            Path::FirstLoad => session.copy_new(batches).await.map(Some),
+        // The reader says which columns the rows fill before the first
+        // row; one that stopped first says why when joined.
+        let copied = match filled.await {
+            Ok(filled) => Some(match path {
+                Path::Upsert => session.copy(filled, batches).await.map(|()| None),
+                Path::FirstLoad => session.copy_new(filled, batches).await.map(Some),
+            }),
+            Err(_) => None,
         };
         let read = reader.await.map_err(|e| ReadError::Io {
             input: "the reader thread".into(),
@@ -262,7 +274,7 @@ impl Reading {
         })?;
         // A failed read stops the copy midway: its error says why.
         let mut report = read?;
-        let copied = copied?;
+        let copied = copied.ok_or(ReadError::Stopped)??;
         let (site, section) = target(&source.sites, options);
         let replace = options.replace.then_some((site.as_str(), section.as_str()));
         report.counts = match copied {
@@ -313,18 +325,22 @@ pub(crate) async fn write_records(
     }
     let mut session = store.begin_import().await?;
     let rows = sort_in_memory(&rows, KEY_FIELDS);
-    session.copy(futures_util::stream::iter([rows])).await?;
+    session
+        .copy(Filled::ALL, futures_util::stream::iter([rows]))
+        .await?;
     let counts = session.apply(None).await?;
     session.commit().await?;
     Ok(counts)
 }
 
 /// Reads, validates and sorts `source`, then, once `path` says how they
-/// will be written, sends the rows to `tx` in batches.
+/// will be written, tells `filled` which optional columns they fill and
+/// sends them to `tx` in batches, with those columns alone.
 fn read_and_validate(
     source: &Source,
-    tx: &mpsc::Sender<Vec<u8>>,
     path: &std::sync::mpsc::Receiver<Path>,
+    filled: tokio::sync::oneshot::Sender<Filled>,
+    tx: &mpsc::Sender<Vec<u8>>,
 ) -> Result<ImportReport, ImportError> {
     let Source {
         sites,
@@ -388,6 +404,7 @@ fn read_and_validate(
         sorter,
         invalid,
         rejected,
+        filled: columns,
     } = checked??;
     let unread = unread?;
     report.invalid = invalid;
@@ -398,14 +415,15 @@ fn read_and_validate(
     let Ok(path) = path.recv() else {
         return Err(ReadError::Stopped.into());
     };
+    if filled.send(columns).is_err() {
+        return Err(ReadError::Stopped.into());
+    }
+    let with_order = path == Path::Upsert;
     let mut batch = Vec::with_capacity(BATCH_ROWS * 128);
     let mut rows = 0;
     let sent = sorter
         .finish(|row| {
-            match path {
-                Path::Upsert => batch.extend_from_slice(row),
-                Path::FirstLoad => without_order(&mut batch, row),
-            }
+            project(&mut batch, row, with_order, columns);
             rows += 1;
             if rows < BATCH_ROWS {
                 return true;
@@ -432,6 +450,8 @@ struct Checked {
     sorter: KeySorter,
     invalid: u64,
     rejected: Vec<Rejected>,
+    /// The optional columns some valid record fills.
+    filled: Filled,
 }
 
 /// Validates each parsed record (numbered in arrival order), encodes the
@@ -445,12 +465,14 @@ fn check_and_sort(
         sorter: KeySorter::new(KEY_FIELDS, RUN_BYTES),
         invalid: 0,
         rejected: Vec::new(),
+        filled: Filled::default(),
     };
     let mut row = Vec::with_capacity(256);
     for batch in parsed {
         for (number, position, record) in batch {
             match validator.validate_parsed(record) {
                 Ok(record) => {
+                    checked.filled = checked.filled.union(filled_by(&record));
                     row.clear();
                     encode_copy_row(&mut row, number, &record);
                     checked.sorter.push(&row).map_err(sort_failed)?;
@@ -475,23 +497,55 @@ fn sort_failed(source: std::io::Error) -> ImportError {
     .into()
 }
 
-/// `row` without its third field, the record's number: a row of
-/// `sitemap_urls`' columns as [`crate::store::ImportSession::copy_new`]
-/// takes them.
-fn without_order(out: &mut Vec<u8>, row: &[u8]) {
-    let mut tabs = row
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == b'\t')
-        .map(|(i, _)| i);
-    match (tabs.nth(1), tabs.next()) {
-        (Some(second), Some(third)) => {
-            out.extend_from_slice(&row[..second]);
-            out.extend_from_slice(&row[third..]);
-        }
-        _ => out.extend_from_slice(row),
+/// `row` with the fields the `COPY` names: the record's number (its third
+/// field) only `with_order`, and of the optional columns those `filled`.
+fn project(out: &mut Vec<u8>, row: &[u8], with_order: bool, filled: Filled) {
+    if with_order && filled == Filled::ALL {
+        out.extend_from_slice(row);
+        return;
     }
+    let fields = row.strip_suffix(b"\n").unwrap_or(row);
+    let mut first = true;
+    for (index, field) in fields.split(|&b| b == b'\t').enumerate() {
+        let kept = match index {
+            ORDER_FIELD => with_order,
+            index if index > ORDER_FIELD + 1 => filled.has(index - (ORDER_FIELD + 2)),
+            _ => true,
+        };
+        if kept {
+            if !first {
+                out.push(b'\t');
+            }
+            out.extend_from_slice(field);
+            first = false;
+        }
+    }
+    out.push(b'\n');
 }
+
+/// The optional columns `record` fills, as [`encode_copy_row`] orders them.
+fn filled_by(record: &Record) -> Filled {
+    let membership = record.membership.is_some();
+    [
+        record.lastmod.is_some(),
+        record.changefreq.is_some(),
+        record.priority.is_some(),
+        record.images.is_some(),
+        record.videos.is_some(),
+        record.news.is_some(),
+        membership,
+        membership,
+        record.visible_from.is_some(),
+        record.visible_until.is_some(),
+    ]
+    .into_iter()
+    .enumerate()
+    .filter(|(_, is)| *is)
+    .fold(Filled::default(), |filled, (index, _)| filled.with(index))
+}
+
+/// Where a staging row holds the record's number: after site and loc.
+const ORDER_FIELD: usize = 2;
 
 /// Leading fields of a staging row that make its key: site and loc.
 const KEY_FIELDS: usize = 2;
@@ -527,9 +581,12 @@ fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
     out.extend_from_slice(record.changefreq.map_or(NULL, str::as_bytes));
     out.push(b'\t');
     match record.priority {
-        Some(priority) => {
-            let _ = write!(out, "{priority}");
-        }
+        Some(priority) => match tenth_f32(priority) {
+            Some(text) => out.extend_from_slice(text.as_bytes()),
+            None => {
+                let _ = write!(out, "{priority}");
+            }
+        },
         None => out.extend_from_slice(NULL),
     }
     for json in [
@@ -572,5 +629,33 @@ fn push_escaped(out: &mut Vec<u8>, text: &str) {
         out.extend_from_slice(text.replace('\\', "\\\\").as_bytes());
     } else {
         out.extend_from_slice(text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROW: &[u8] = b"s\tloc\t007\tsec\tlm\tcf\tpr\tim\tvi\tne\thl\tcl\tvf\tvu\n";
+
+    #[test]
+    fn a_row_keeps_the_fields_its_copy_names() {
+        let project = |with_order, filled| {
+            let mut out = Vec::new();
+            project(&mut out, ROW, with_order, filled);
+            String::from_utf8(out).expect("utf-8")
+        };
+        assert_eq!(project(true, Filled::ALL).as_bytes(), ROW);
+        assert_eq!(
+            project(false, Filled::ALL),
+            "s\tloc\tsec\tlm\tcf\tpr\tim\tvi\tne\thl\tcl\tvf\tvu\n"
+        );
+        assert_eq!(project(true, Filled::default()), "s\tloc\t007\tsec\n");
+        let ends = Filled::default().with(0).with(9);
+        assert_eq!(project(false, ends), "s\tloc\tsec\tlm\tvu\n");
+        assert_eq!(
+            project(true, Filled::default().with(6).with(7)),
+            "s\tloc\t007\tsec\thl\tcl\n"
+        );
     }
 }

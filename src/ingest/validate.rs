@@ -539,10 +539,30 @@ fn number_or_text<'de, D: serde::Deserializer<'de>>(
     }
     Ok(
         Option::<NumberOrText>::deserialize(deserializer)?.map(|v| match v {
-            NumberOrText::Number(n) => n.to_string(),
+            NumberOrText::Number(n) => tenth_f64(n).map_or_else(|| n.to_string(), str::to_owned),
             NumberOrText::Text(t) => t,
         }),
     )
+}
+
+/// The tenths from 0 to 1 as `{}` writes them: most priorities are one of
+/// these, and formatting a float is a large part of reading a record.
+const TENTHS: [&str; 11] = [
+    "0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1",
+];
+
+/// `value` as `{}` writes it, when it is a tenth from 0 to 1.
+pub(crate) fn tenth_f64(value: f64) -> Option<&'static str> {
+    let tenths = (value * 10.0).round();
+    (value.is_sign_positive() && (0.0..=10.0).contains(&tenths) && tenths / 10.0 == value)
+        .then(|| TENTHS[tenths as usize])
+}
+
+/// `value` as `{}` writes it, when it is a tenth from 0 to 1.
+pub(crate) fn tenth_f32(value: f32) -> Option<&'static str> {
+    let tenths = (value * 10.0).round();
+    (value.is_sign_positive() && (0.0..=10.0).contains(&tenths) && tenths / 10.0 == value)
+        .then(|| TENTHS[tenths as usize])
 }
 
 #[cfg(test)]
@@ -909,6 +929,30 @@ mod tests {
         assert!(
             errors[1].value.chars().count() <= QUOTE_CHARS + 1 && errors[1].value.ends_with('…')
         );
+    }
+
+    #[test]
+    fn tenths_are_written_as_floats_write_them() {
+        for bits in (0..=1.0f32.to_bits())
+            .step_by(997)
+            .chain([(-0.0f32).to_bits()])
+        {
+            let value = f32::from_bits(bits);
+            if let Some(text) = tenth_f32(value) {
+                assert_eq!(text, value.to_string(), "{bits:#x}");
+            }
+            if let Some(text) = tenth_f64(f64::from(value)) {
+                assert_eq!(text, f64::from(value).to_string(), "{bits:#x}");
+            }
+        }
+        for tenths in 0..=10u8 {
+            let (single, double) = (f32::from(tenths) / 10.0, f64::from(tenths) / 10.0);
+            assert_eq!(tenth_f32(single), Some(single.to_string().as_str()));
+            assert_eq!(tenth_f64(double), Some(double.to_string().as_str()));
+        }
+        assert_eq!(tenth_f32(0.25), None);
+        assert_eq!(tenth_f64(-0.0), None);
+        assert_eq!(tenth_f64(1.1), None);
     }
 
     #[test]

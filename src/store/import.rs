@@ -17,6 +17,57 @@ pub struct ImportCounts {
     pub deleted: u64,
 }
 
+/// The columns an import's rows may leave NULL, in the order its rows
+/// hold them (after site, loc, the record's number and section). None of
+/// them has a default.
+const OPTIONAL_COLUMNS: [&str; 10] = [
+    "lastmod",
+    "changefreq",
+    "priority",
+    "images",
+    "videos",
+    "news",
+    "hreflang",
+    "hreflang_cluster",
+    "visible_from",
+    "visible_until",
+];
+
+/// Which optional columns an import's rows fill. A `COPY` names those
+/// alone: a column it leaves out is NULL, and PostgreSQL reads no field
+/// for it (a load of 1M rows with 7 NULL fields each took 3–5% longer).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Filled(u16);
+
+impl Filled {
+    /// Every optional column.
+    pub(crate) const ALL: Filled = Filled((1 << OPTIONAL_COLUMNS.len()) - 1);
+
+    /// These columns and the `index`th optional one.
+    pub(crate) fn with(self, index: usize) -> Filled {
+        Filled(self.0 | (1 << index))
+    }
+
+    pub(crate) fn union(self, other: Filled) -> Filled {
+        Filled(self.0 | other.0)
+    }
+
+    /// Whether the `index`th optional column is filled.
+    pub(crate) fn has(self, index: usize) -> bool {
+        self.0 & (1 << index) != 0
+    }
+
+    /// `, name` for each filled column, in order.
+    fn column_list(self) -> String {
+        OPTIONAL_COLUMNS
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| self.has(*index))
+            .map(|(_, name)| format!(", {name}"))
+            .collect()
+    }
+}
+
 /// One import's transaction: rows are copied into a staging table, then
 /// applied in one statement. Dropping it unapplied rolls everything back.
 ///
@@ -86,12 +137,18 @@ impl ImportSession {
     }
 
     /// Copies batches of rows, in `COPY` text format, into the staging
-    /// table (site, loc, ord, section, lastmod, changefreq, priority,
-    /// images, videos, news, hreflang, hreflang_cluster, visible_from,
-    /// visible_until), in
-    /// one `COPY`: a statement per batch cost 25 ms each.
-    pub(crate) async fn copy(&mut self, batches: impl Stream<Item = Vec<u8>>) -> Result<(), Error> {
-        let mut copy = self.tx.copy_in_raw("COPY import_rows FROM STDIN").await?;
+    /// table (site, loc, ord, section, then the optional columns `filled`
+    /// names), in one `COPY`: a statement per batch cost 25 ms each.
+    pub(crate) async fn copy(
+        &mut self,
+        filled: Filled,
+        batches: impl Stream<Item = Vec<u8>>,
+    ) -> Result<(), Error> {
+        let statement = format!(
+            "COPY import_rows (site, loc, ord, section{}) FROM STDIN",
+            filled.column_list()
+        );
+        let mut copy = self.tx.copy_in_raw(&statement).await?;
         let mut batches = std::pin::pin!(batches);
         while let Some(rows) = batches.next().await {
             copy.send(rows).await?;
@@ -106,16 +163,14 @@ impl ImportSession {
     /// [`Error::is_unique_violation`]).
     pub(crate) async fn copy_new(
         &mut self,
+        filled: Filled,
         batches: impl Stream<Item = Vec<u8>>,
     ) -> Result<u64, Error> {
-        let mut copy = self
-            .tx
-            .copy_in_raw(
-                "COPY sitemap_urls (site, loc, section, lastmod, changefreq, priority,
-                                    images, videos, news, hreflang, hreflang_cluster,
-                                    visible_from, visible_until) FROM STDIN",
-            )
-            .await?;
+        let statement = format!(
+            "COPY sitemap_urls (site, loc, section{}) FROM STDIN",
+            filled.column_list()
+        );
+        let mut copy = self.tx.copy_in_raw(&statement).await?;
         let mut batches = std::pin::pin!(batches);
         while let Some(rows) = batches.next().await {
             copy.send(rows).await?;
