@@ -472,9 +472,9 @@ fn check_and_sort(
         for (number, position, record) in batch {
             match validator.validate_parsed(record) {
                 Ok(record) => {
-                    checked.filled = checked.filled.union(filled_by(&record));
                     row.clear();
-                    encode_copy_row(&mut row, number, &record);
+                    let filled = encode_copy_row(&mut row, number, &record);
+                    checked.filled = checked.filled.union(filled);
                     checked.sorter.push(&row).map_err(sort_failed)?;
                 }
                 Err(errors) => {
@@ -509,7 +509,7 @@ fn project(out: &mut Vec<u8>, row: &[u8], with_order: bool, filled: Filled) {
     for (index, field) in fields.split(|&b| b == b'\t').enumerate() {
         let kept = match index {
             ORDER_FIELD => with_order,
-            index if index > ORDER_FIELD + 1 => filled.has(index - (ORDER_FIELD + 2)),
+            index if index >= FIRST_OPTIONAL_FIELD => filled.has(index - FIRST_OPTIONAL_FIELD),
             _ => true,
         };
         if kept {
@@ -523,29 +523,10 @@ fn project(out: &mut Vec<u8>, row: &[u8], with_order: bool, filled: Filled) {
     out.push(b'\n');
 }
 
-/// The optional columns `record` fills, as [`encode_copy_row`] orders them.
-fn filled_by(record: &Record) -> Filled {
-    let membership = record.membership.is_some();
-    [
-        record.lastmod.is_some(),
-        record.changefreq.is_some(),
-        record.priority.is_some(),
-        record.images.is_some(),
-        record.videos.is_some(),
-        record.news.is_some(),
-        membership,
-        membership,
-        record.visible_from.is_some(),
-        record.visible_until.is_some(),
-    ]
-    .into_iter()
-    .enumerate()
-    .filter(|(_, is)| *is)
-    .fold(Filled::default(), |filled, (index, _)| filled.with(index))
-}
-
 /// Where a staging row holds the record's number: after site and loc.
 const ORDER_FIELD: usize = 2;
+/// Where its optional columns begin: after the number and section.
+const FIRST_OPTIONAL_FIELD: usize = ORDER_FIELD + 2;
 
 /// Leading fields of a staging row that make its key: site and loc.
 const KEY_FIELDS: usize = 2;
@@ -554,9 +535,18 @@ const KEY_FIELDS: usize = 2;
 /// column order: tab-separated, `\N` for NULL. Validated values hold no
 /// tab, newline or control character; a backslash is escaped all the same.
 /// The key comes first and the record's number, zero-padded, next, so the
-/// row's bytes sort by key and then by arrival.
-fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
+/// row's bytes sort by key and then by arrival. Returns the optional
+/// columns it filled.
+fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) -> Filled {
     const NULL: &[u8] = b"\\N";
+    let mut filled = Filled::default();
+    let mut optional = 0;
+    let mut filled_if = |written: bool| {
+        if written {
+            filled = filled.with(optional);
+        }
+        optional += 1;
+    };
     out.extend_from_slice(record.site.as_bytes());
     out.push(b'\t');
     push_escaped(out, &record.loc);
@@ -573,12 +563,15 @@ fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
     out.push(b'\t');
     let before = out.len();
     let lastmod = record.lastmod.map(|t| t.format_into(&mut *out, &Rfc3339));
-    if !matches!(lastmod, Some(Ok(_))) {
+    let written = matches!(lastmod, Some(Ok(_)));
+    if !written {
         out.truncate(before);
         out.extend_from_slice(NULL);
     }
+    filled_if(written);
     out.push(b'\t');
     out.extend_from_slice(record.changefreq.map_or(NULL, str::as_bytes));
+    filled_if(record.changefreq.is_some());
     out.push(b'\t');
     match record.priority {
         Some(priority) => match tenth_f32(priority) {
@@ -589,6 +582,7 @@ fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
         },
         None => out.extend_from_slice(NULL),
     }
+    filled_if(record.priority.is_some());
     for json in [
         record.images.as_ref().map(serde_json::to_string),
         record.videos.as_ref().map(serde_json::to_string),
@@ -597,8 +591,14 @@ fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
         out.push(b'\t');
         match json {
             // Compact JSON holds no raw tab or newline; its escapes' backslashes double.
-            Some(Ok(json)) => push_escaped(out, &json),
-            _ => out.extend_from_slice(NULL),
+            Some(Ok(json)) => {
+                push_escaped(out, &json);
+                filled_if(true);
+            }
+            _ => {
+                out.extend_from_slice(NULL);
+                filled_if(false);
+            }
         }
     }
     match &record.membership {
@@ -609,18 +609,24 @@ fn encode_copy_row(out: &mut Vec<u8>, order: u64, record: &Record) {
         }
         None => out.extend_from_slice(b"\t\\N\t\\N"),
     }
+    // A membership fills two columns, hreflang and the cluster.
+    filled_if(record.membership.is_some());
+    filled_if(record.membership.is_some());
     for moment in [record.visible_from, record.visible_until] {
         out.push(b'\t');
         let before = out.len();
-        if !matches!(
+        let written = matches!(
             moment.map(|t| t.format_into(&mut *out, &Rfc3339)),
             Some(Ok(_))
-        ) {
+        );
+        if !written {
             out.truncate(before);
             out.extend_from_slice(NULL);
         }
+        filled_if(written);
     }
     out.push(b'\n');
+    filled
 }
 
 /// `text` as a `COPY` text field: its backslashes doubled.
@@ -656,6 +662,34 @@ mod tests {
         assert_eq!(
             project(true, Filled::default().with(6).with(7)),
             "s\tloc\t007\tsec\thl\tcl\n"
+        );
+    }
+
+    #[test]
+    fn an_encoded_row_says_which_optional_columns_it_filled() {
+        let moment = time::macros::datetime!(2026-11-27 12:00 UTC);
+        let record = Record {
+            site: "s".into(),
+            section: String::new(),
+            loc: "https://e.com/a".into(),
+            lastmod: Some(moment),
+            changefreq: None,
+            priority: Some(0.5),
+            images: None,
+            videos: None,
+            news: None,
+            membership: None,
+            visible_from: None,
+            visible_until: Some(moment),
+        };
+        let mut row = Vec::new();
+        let filled = encode_copy_row(&mut row, 7, &record);
+        assert_eq!(filled, Filled::default().with(0).with(2).with(9));
+        let mut projected = Vec::new();
+        project(&mut projected, &row, false, filled);
+        assert_eq!(
+            String::from_utf8(projected).expect("utf-8"),
+            "s\thttps://e.com/a\t\t2026-11-27T12:00:00Z\t0.5\t2026-11-27T12:00:00Z\n"
         );
     }
 }
