@@ -810,7 +810,10 @@ DECLARE
     after_xid xid8;
     after_id bigint;
     span record;
-    batch_room bigint := max_rows;
+    batch_room bigint;
+    -- removals this fold takes, and whether it may leave some (see above)
+    removals bigint;
+    more_removals boolean;
     newest_placed bigint := greatest((SELECT max(id) FROM sitemap_placements),
                                      (SELECT max(last_id) FROM sitemap_placement_runs));
     -- the newest row placed when the pass began: no row the pass reads was
@@ -974,9 +977,41 @@ BEGIN
                                                     WHERE r.id = f.id AND r.fate = 'kept')));
     END IF;
 
+    -- This fold's removals (see above): all of them, or at most max_rows.
+    IF to_regclass('pg_temp.sitemap_fold_removals') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_removals (
+            id bigint NULL,
+            site text NULL,
+            loc text NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    IF max_rows IS NULL THEN
+        WITH taken AS (
+            DELETE FROM sitemap_removals RETURNING id, site, loc
+        )
+        INSERT INTO sitemap_fold_removals SELECT id, site, loc FROM taken;
+    ELSE
+        -- by their tuple ids: a bounded take without an index, which would
+        -- cost every deleting writer an insert per row
+        WITH taken AS (
+            DELETE FROM sitemap_removals
+            WHERE ctid = ANY (ARRAY(SELECT ctid FROM sitemap_removals LIMIT max_rows))
+            RETURNING id, site, loc
+        )
+        INSERT INTO sitemap_fold_removals SELECT id, site, loc FROM taken;
+    END IF;
+    GET DIAGNOSTICS removals = ROW_COUNT;
+    more_removals := coalesce(removals >= max_rows, false);
+    UPDATE sitemap_fold_state SET removals_left = more_removals;
+    IF removals > 10000 THEN
+        ANALYZE sitemap_fold_removals;
+    END IF;
+    batch_room := max_rows - removals;
+
     -- A truncation took every row: every page empties, and what was
-    -- written after it is placed below like any new row.
-    IF EXISTS (SELECT 1 FROM sitemap_removals WHERE id IS NULL) THEN
+    -- written after it is placed below like any new row. Removals taken
+    -- with it find nothing placed.
+    IF EXISTS (SELECT 1 FROM sitemap_fold_removals WHERE id IS NULL) THEN
         DELETE FROM sitemap_placements;
         DELETE FROM sitemap_placement_runs;
         DELETE FROM sitemap_unplaced;
@@ -991,8 +1026,8 @@ BEGIN
     -- them here; the statement after it takes the ones placed alone.
     INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
     SELECT h.id, h.site, h.section, h.page, h.bytes, r.loc, 'gone'
-    FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_removals WHERE id IS NOT NULL)) h
-    JOIN sitemap_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
+    FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_removals WHERE id IS NOT NULL)) h
+    JOIN sitemap_fold_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
     ON CONFLICT DO NOTHING;
     PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs), false);
     WITH announced AS (
@@ -1011,7 +1046,7 @@ BEGIN
     SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
     FROM sitemap_fold_in_runs GROUP BY site, section, page;
     WITH taken AS (
-        DELETE FROM sitemap_removals RETURNING id, site, loc
+        SELECT id, site, loc FROM sitemap_fold_removals WHERE id IS NOT NULL
     ), dropped AS (
         DELETE FROM sitemap_placements p USING taken t
         WHERE p.id = t.id AND p.site = t.site AND p.loc_hash = sitemap_loc_hash(t.loc)
@@ -1045,7 +1080,11 @@ BEGIN
     -- snapshot (up to 10,000), are folded on their own, by a fold that
     -- reads nothing else, so they wait for one batch of the pass at most,
     -- not for all of it. More than that waits for the pass.
-    IF NOT started THEN
+    -- While removals are left, a fold reads nothing and begins no pass.
+    IF more_removals THEN
+        started := false;
+        pass_done := false;
+    ELSIF NOT started THEN
         SELECT count(*) INTO lane_rows
         FROM (SELECT 1
               FROM sitemap_fold_lane_ranges(previous, pass_snapshot, after_xid, lane_through,
@@ -1056,7 +1095,9 @@ BEGIN
               LIMIT 10001) c;
         lane := lane_rows BETWEEN 1 AND 10000;
     END IF;
-    IF lane THEN
+    IF more_removals THEN
+        NULL;
+    ELSIF lane THEN
         FOR span IN SELECT * FROM sitemap_fold_lane_ranges(previous, pass_snapshot, after_xid,
                                                            lane_through, current_snapshot) LOOP
             PERFORM sitemap_fold_read(span.low, span.high, '0', 0, NULL, coalesce(newest_placed, 0));
@@ -1261,7 +1302,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_begin(max_rows bigint, OUT started boolean); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boolean) IS 'Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. While a pass is under way, folds as a lane the rows of sitemap_fold_lane_ranges when there are 1 to 10,000 of them, and reads nothing else. Otherwise begins a pass when none is under way and reads at most max_rows changed rows (all when NULL) of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read). Then applies removals, moves and rows changed in place, takes off their pages the rows that outgrew them, writes the ''updated'' and ''removed'' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass. One fold a transaction.';
+COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boolean) IS 'Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. Takes the removals (at most max_rows; all when NULL) and applies them; while it may have left some (removals_left), reads nothing else. While a pass is under way, folds as a lane the rows of sitemap_fold_lane_ranges when there are 1 to 10,000 of them, and reads nothing else. Otherwise begins a pass when none is under way and reads changed rows of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read), as many as max_rows leaves room for after the removals. Then applies moves and rows changed in place, takes off their pages the rows that outgrew them, writes the ''updated'' and ''removed'' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass. One fold a transaction.';
 
 
 --
@@ -1324,7 +1365,10 @@ BEGIN
     FROM sitemap_fold_page_deltas WHERE NOT applied;
     SELECT coalesce(sum(rows_folded), 0) INTO folded FROM sitemap_fold_page_deltas;
 
-    IF lane.lane_snapshot IS NOT NULL THEN
+    IF (SELECT removals_left FROM sitemap_fold_state) THEN
+        -- it took removals only: a pass under way reads on where it stood
+        UPDATE sitemap_fold_state SET folded_at = pass.seen;
+    ELSIF lane.lane_snapshot IS NOT NULL THEN
         UPDATE sitemap_fold_state SET lane_through = lane.lane_snapshot, folded_at = pass.seen;
     ELSIF pass.pass_done THEN
         -- what lanes folded while the pass ran is folded too
@@ -1348,7 +1392,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_end(OUT folded bigint, OUT caught_up boolean); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) IS 'Step 4 of a fold: adds the page deltas to the summaries (sitemap_apply_deltas) and records how far the pass has read, or the lane folded. Returns how many rows the fold placed, changed in place or took off a page, and whether it caught up: its pass is done and no row waits to be placed again.';
+COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) IS 'Step 4 of a fold: adds the page deltas to the summaries (sitemap_apply_deltas) and records how far the pass has read, or the lane folded (nothing, for a fold of removals only). Returns how many rows the fold placed, changed in place or took off a page, and whether it caught up: its pass is done, no removal is left and no row waits to be placed again.';
 
 
 --
@@ -1362,10 +1406,10 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM sitemap_lastmod_clamps) THEN
         RETURN;
     END IF;
-    IF EXISTS (SELECT 1 FROM sitemap_removals WHERE id IS NULL) THEN
+    IF EXISTS (SELECT 1 FROM sitemap_fold_removals WHERE id IS NULL) THEN
         DELETE FROM sitemap_lastmod_clamps;
     ELSE
-        DELETE FROM sitemap_lastmod_clamps c USING sitemap_removals r WHERE c.id = r.id;
+        DELETE FROM sitemap_lastmod_clamps c USING sitemap_fold_removals r WHERE c.id = r.id;
     END IF;
 END $$;
 
@@ -1374,7 +1418,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_forget_clamps(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_forget_clamps() IS 'Step of a fold, before sitemap_fold_begin takes the removals: drops the lastmod clamps of the rows deleted (or truncated) since the last fold.';
+COMMENT ON FUNCTION public.sitemap_fold_forget_clamps() IS 'Step of a fold, after sitemap_fold_begin took its removals: drops the lastmod clamps of the rows they deleted (all of them, after a truncation).';
 
 
 --
@@ -3062,6 +3106,7 @@ CREATE TABLE public.sitemap_fold_state (
     lane_through pg_snapshot,
     pass_placed_through bigint,
     windows_through timestamp with time zone DEFAULT now() NOT NULL,
+    removals_left boolean DEFAULT false NOT NULL,
     CONSTRAINT sitemap_fold_state_lane_in_a_pass CHECK (((folding_through IS NOT NULL) OR ((lane_through IS NULL) AND (pass_placed_through IS NULL)))),
     CONSTRAINT sitemap_fold_state_pass_whole CHECK ((((folding_through IS NULL) = (read_through_xid IS NULL)) AND ((folding_through IS NULL) = (read_through_id IS NULL)))),
     CONSTRAINT sitemap_fold_state_singleton_check CHECK (singleton)
@@ -3094,6 +3139,13 @@ COMMENT ON COLUMN public.sitemap_fold_state.pass_placed_through IS 'While a pass
 --
 
 COMMENT ON COLUMN public.sitemap_fold_state.windows_through IS 'The moment through which folds have moved the rows whose visibility window opened or closed.';
+
+
+--
+-- Name: COLUMN sitemap_fold_state.removals_left; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.sitemap_fold_state.removals_left IS 'The last fold took as many removals as it may and may have left some: the next reads no changed row until none is left.';
 
 
 --

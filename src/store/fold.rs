@@ -8,8 +8,10 @@
 //! folds from any number of replicas take turns and each reads with a
 //! snapshot newer than the last. A pass over what committed between two
 //! snapshots may take several folds, each reading a bounded batch (migration
-//! `fold_in_bounded_batches`): a bulk load shows as it is placed, and no
-//! fold holds a transaction or temporary files for the whole of it.
+//! `fold_in_bounded_batches`) and taking a bounded batch of removals
+//! (`removals_in_batches`): a bulk load, delete or rename shows as it is
+//! placed, and no fold holds a transaction or temporary files for the whole
+//! of it.
 //!
 //! A fold of many rows keeps its feed entries as arrays of locs instead of
 //! writing an entry each (migration `bulk_folds`); [`Store::write_out_feed`]
@@ -48,7 +50,8 @@ pub struct FoldBatch {
     pub folded: u64,
     /// It began a pass: its snapshot is newer than any commit before it.
     pub began_a_pass: bool,
-    /// Its pass is done and no row waits to be placed again.
+    /// Its pass is done, no removal is left and no row waits to be placed
+    /// again.
     pub caught_up: bool,
 }
 
@@ -171,13 +174,13 @@ impl Store {
     }
 
     /// Whether folds are placing a backlog larger than one of them reads:
-    /// a pass of several folds is under way.
+    /// a pass of several folds is under way, or removals are left.
     pub async fn placing_a_backlog(&self) -> Result<bool, Error> {
-        Ok(
-            sqlx::query_scalar("SELECT folding_through IS NOT NULL FROM sitemap_fold_state")
-                .fetch_one(&self.pool)
-                .await?,
+        Ok(sqlx::query_scalar(
+            "SELECT folding_through IS NOT NULL OR removals_left FROM sitemap_fold_state",
         )
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// Deletes feed entries older than the retention, and the oldest past
@@ -264,12 +267,12 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_fold_windows()")
         .execute(&mut *conn)
         .await?;
-    sqlx::query("SELECT sitemap_fold_forget_clamps()")
-        .execute(&mut *conn)
-        .await?;
     let began_a_pass: bool = sqlx::query_scalar("SELECT started FROM sitemap_fold_begin($1)")
         .bind(max_rows)
         .fetch_one(&mut *conn)
+        .await?;
+    sqlx::query("SELECT sitemap_fold_forget_clamps()")
+        .execute(&mut *conn)
         .await?;
     sqlx::query("SELECT sitemap_fold_hide_kept()")
         .execute(&mut *conn)

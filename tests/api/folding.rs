@@ -286,6 +286,126 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
     assert_eq!(pages, (1256, 50), "every row placed, no page over max_urls");
 }
 
+/// A bulk delete or rename leaves a removal per row; folds take them
+/// `fold_batch_rows` at a time, and read no changed row while some are left,
+/// so each renamed row's old URL leaves the feed before its new one comes.
+#[sqlx::test]
+async fn a_bulk_delete_and_rename_are_folded_in_bounded_batches(pool: PgPool) {
+    const BATCH: i64 = 100;
+    let (state, mut folder) = prepared_without_a_service(&pool, |s| {
+        s.max_urls = 50;
+        s.fold_batch_rows = BATCH as u64;
+    })
+    .await;
+    insert_rows(&pool, "bulk/", 1000).await;
+    assert_eq!(fold_on(&mut folder).await, 1000);
+
+    let mut tx = pool.begin().await.expect("begin");
+    for statement in [
+        "DELETE FROM sitemap_urls WHERE split_part(loc, '/', 5)::int <= 350",
+        "UPDATE sitemap_urls SET loc = replace(loc, '/bulk/', '/moved/')
+         WHERE split_part(loc, '/', 5)::int BETWEEN 351 AND 450",
+    ] {
+        sqlx::query(statement)
+            .execute(&mut *tx)
+            .await
+            .expect(statement);
+    }
+    tx.commit().await.expect("commit");
+    insert_rows(&pool, "late/", 5).await;
+
+    // 450 removals: four folds of removals only, each taking off its pages
+    // what it took, then one of the last 50 beside the first 50 rows read.
+    for taken in 1..=4 {
+        assert_eq!(
+            fold_batch_on(&mut folder, Some(BATCH)).await,
+            (BATCH, false, false),
+            "fold {taken} takes removals only"
+        );
+        assert_eq!(placed_rows(&pool).await, 1000 - taken * BATCH);
+        assert!(state.store.placing_a_backlog().await.expect("state"));
+        let new_locs: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sitemap_changes WHERE change = 'added' AND loc NOT LIKE '%/bulk/%'",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("feed");
+        assert_eq!(new_locs, 0, "no row read while removals are left");
+    }
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (100, true, false),
+        "50 removals and 50 rows read"
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (5, false, false),
+        "a lane: the rows committed after the rename"
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (50, false, true)
+    );
+    assert!(!state.store.placing_a_backlog().await.expect("state"));
+    assert_eq!(placed_rows(&pool).await, 1000 - 350 + 5);
+
+    let removed: (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT loc),
+                count(*) FILTER (WHERE split_part(loc, '/', 5)::int > 450 OR loc NOT LIKE '%/bulk/%')
+         FROM sitemap_changes WHERE change = 'removed'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("feed");
+    assert_eq!(removed, (450, 450, 0), "each deleted or renamed URL, once");
+    let renamed_early: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sitemap_changes a
+         LEFT JOIN sitemap_changes r
+             ON r.change = 'removed' AND r.loc = replace(a.loc, '/moved/', '/bulk/') AND r.seq < a.seq
+         WHERE a.change = 'added' AND a.loc LIKE '%/moved/%' AND r.seq IS NULL",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("feed");
+    assert_eq!(
+        renamed_early, 0,
+        "a renamed URL's old loc leaves before its new one comes"
+    );
+    placements_agree(&pool, 50).await;
+}
+
+/// A truncation among more removals than a fold takes empties every page
+/// in whichever batch takes it; rows written after it are placed.
+#[sqlx::test]
+async fn a_truncation_among_batches_of_removals_empties_every_page(pool: PgPool) {
+    const BATCH: i64 = 100;
+    let (_, mut folder) = prepared_without_a_service(&pool, |s| {
+        s.fold_batch_rows = BATCH as u64;
+    })
+    .await;
+    insert_rows(&pool, "bulk/", 500).await;
+    assert_eq!(fold_on(&mut folder).await, 500);
+    exec(
+        &pool,
+        &format!("DELETE FROM sitemap_urls WHERE loc LIKE '{BASE_URL}bulk/1%'"),
+    )
+    .await;
+    exec(&pool, "TRUNCATE sitemap_urls").await;
+    insert_rows(&pool, "after/", 30).await;
+    let mut folds = 0;
+    loop {
+        let (_, _, caught_up) = fold_batch_on(&mut folder, Some(BATCH)).await;
+        folds += 1;
+        if caught_up {
+            break;
+        }
+        assert!(folds < 10, "the removals run out");
+    }
+    assert_eq!(folds, 2, "111 removals and the truncation take two folds");
+    assert_eq!(placed_rows(&pool).await, 30, "only what came after");
+    placements_agree(&pool, 50_000).await;
+}
+
 /// A lane takes at most 10,000 rows: more than that, committed while a
 /// pass runs, wait for the pass, which goes on reading its own; each lane
 /// after a lane takes only what committed since.
@@ -973,6 +1093,14 @@ async fn the_pruned_feed_makes_room_for_new_entries(pool: PgPool) {
 /// page serving exactly its rows.
 async fn check_invariants(app: &TestApp, max_urls: i64) {
     app.fold().await;
+    placements_agree(&app.pool, max_urls).await;
+    app.state.pages.summaries.invalidate();
+    assert_eq!(app.served_locs().await, app.table_locs().await);
+}
+
+/// Every row placed once, as it is now, and every page's summary counts
+/// what is placed on it, within the limits.
+async fn placements_agree(pool: &PgPool, max_urls: i64) {
     let wrong_summaries: Vec<(String, i32, i32, i64)> = sqlx::query_as(
         "SELECT s.section, s.page, s.url_count, coalesce(p.n, 0)
          FROM sitemap_pages s
@@ -985,7 +1113,7 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
             OR s.bytes > (SELECT entry_budget FROM sitemap_settings)",
     )
     .bind(max_urls)
-    .fetch_all(&app.pool)
+    .fetch_all(pool)
     .await
     .expect("summaries");
     assert_eq!(wrong_summaries, [], "summaries exact and within limits");
@@ -994,7 +1122,7 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
          WHERE p.page IS NOT NULL AND NOT EXISTS (
              SELECT 1 FROM sitemap_pages s WHERE (s.site, s.section, s.page) = (p.site, p.section, p.page))",
     )
-    .fetch_one(&app.pool)
+    .fetch_one(pool)
     .await
     .expect("pages");
     assert_eq!(unsummarised, 0);
@@ -1004,18 +1132,16 @@ async fn check_invariants(app: &TestApp, max_urls: i64) {
          WHERE u.id IS NULL OR p.id IS NULL
             OR (p.site, p.section, p.loc_hash) <> (u.site, u.section, sitemap_loc_hash(u.loc))",
     )
-    .fetch_one(&app.pool)
+    .fetch_one(pool)
     .await
     .expect("placements");
     assert_eq!(misplaced, 0, "every row placed, as it is");
     let placed_twice: i64 =
         sqlx::query_scalar("SELECT count(*) - count(DISTINCT id) FROM sitemap_placed")
-            .fetch_one(&app.pool)
+            .fetch_one(pool)
             .await
             .expect("placements");
     assert_eq!(placed_twice, 0, "no row both in a run and placed alone");
-    app.state.pages.summaries.invalidate();
-    assert_eq!(app.served_locs().await, app.table_locs().await);
 }
 
 /// Where each row is, by id, with the identity it was placed with.
