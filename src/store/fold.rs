@@ -414,10 +414,16 @@ async fn read_unplaced(
 ) -> Result<UnplacedRows, Error> {
     // The view's check for a placement is a probe of the primary key per
     // row that may have one; priced as it is, a million of them plan as a
-    // hash of every placement (as in the schema's fold functions).
-    sqlx::query("SET LOCAL enable_seqscan = off")
-        .execute(&mut *conn)
-        .await?;
+    // hash of every placement (as in the schema's fold functions). Without
+    // seq scans, the small tables it joins (sites, judged and audited)
+    // were merged in key order, which sorted every row read by its site:
+    // they are hashed instead.
+    for setting in [
+        "SET LOCAL enable_seqscan = off",
+        "SET LOCAL enable_mergejoin = off",
+    ] {
+        sqlx::query(setting).execute(&mut *conn).await?;
+    }
     let mut unplaced = UnplacedRows::default();
     // site, then section, to the index of its rows
     let mut keys: HashMap<String, HashMap<String, usize>> = HashMap::new();
