@@ -155,7 +155,9 @@ async fn plain_sql_changes_go_out_in_commit_order_and_no_ops_do_not(pool: PgPool
     .execute(&pool)
     .await
     .expect("rows before the start");
-    let app = pushing(pool, &receiver, 1_000).await;
+    // Long enough for the four folds below to join one batch on a busy
+    // machine.
+    let app = pushing(pool, &receiver, 5_000).await;
 
     execute(
         &app,

@@ -408,6 +408,11 @@ async fn robots_settings_that_cannot_be_judged_by_are_refused(pool: PgPool) {
 /// `wanted`: the instants that poll began and ended. The change came before
 /// its end; how late it came is told by its start, since on a busy machine
 /// a crawl of the debug build's pages takes a good part of a second itself.
+/// How soon after a window's moment a crawl must find the change: folds
+/// come every 250 ms, and a crawl of a machine busy with other tests and a
+/// build has taken a second of its own.
+const WINDOW_NOTICED: Duration = Duration::from_secs(2);
+
 async fn until_served(app: &TestApp, loc: &str, wanted: bool) -> (OffsetDateTime, OffsetDateTime) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -426,8 +431,8 @@ async fn until_served(app: &TestApp, loc: &str, wanted: bool) -> (OffsetDateTime
 }
 
 /// A row with a visibility window enters the sitemaps when it opens and
-/// leaves them when it closes, within a second of each moment and with no
-/// write: the page's ETag and Last-Modified and the index's lastmod move
+/// leaves them when it closes, at the first folds after each moment and with
+/// no write: the page's ETag and Last-Modified and the index's lastmod move
 /// then, IndexNow is sent the URL, and the news sitemap follows. Outside
 /// its window the row is left out with the reason, and stays in the table.
 #[sqlx::test]
@@ -481,7 +486,7 @@ async fn a_row_enters_and_leaves_the_sitemaps_at_its_window_with_no_write(pool: 
     let (sought, entered) = until_served(&app, &timed, true).await;
     assert!(entered >= opens, "listed at {entered}, before {opens}");
     assert!(
-        sought - opens < Duration::from_secs(1),
+        sought - opens < WINDOW_NOTICED,
         "first found by a crawl begun at {sought}, {opens} it opened"
     );
     assert!(app.served_locs().await.contains(&article));
@@ -502,7 +507,7 @@ async fn a_row_enters_and_leaves_the_sitemaps_at_its_window_with_no_write(pool: 
     let (sought, left) = until_served(&app, &timed, false).await;
     assert!(left >= closes, "left at {left}, before {closes}");
     assert!(
-        sought - closes < Duration::from_secs(1),
+        sought - closes < WINDOW_NOTICED,
         "first found gone by a crawl begun at {sought}, {closes} it closed"
     );
     let pushed: Vec<String> = receiver
