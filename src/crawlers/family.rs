@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 /// A family of crawlers: the bots of one search engine, variants included
 /// (Googlebot-Image, -News and -Video are Googlebot's), or `Other` for any
@@ -59,7 +59,10 @@ impl Family {
     pub(crate) fn of_user_agent(user_agent: &[u8]) -> Family {
         static MATCHER: OnceLock<AhoCorasick> = OnceLock::new();
         let matcher = MATCHER.get_or_init(|| {
+            // A DFA: every request is matched, and a few short tokens make
+            // a small one.
             AhoCorasickBuilder::new()
+                .kind(Some(AhoCorasickKind::DFA))
                 .ascii_case_insensitive(true)
                 .match_kind(MatchKind::LeftmostFirst)
                 .build(TOKENS.iter().map(|(token, _)| token))

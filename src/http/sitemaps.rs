@@ -53,8 +53,10 @@ pub(super) async fn dispatch(
     }
     let host = request_host(headers, uri);
     let on_host = state.sites.on_host(host.as_deref()).await?;
+    // What a `304` does not take is boxed: the future of every request is
+    // as large as its largest branch, and is moved whole.
     if uri.path() == routes::ROBOTS {
-        return robots(&state, &on_host, headers).await;
+        return Box::pin(robots(&state, &on_host, headers)).await;
     }
     if let Some(key) = on_host.indexnow_key(uri.path()) {
         return Ok(indexnow_key_file(&state, key, headers));
@@ -67,14 +69,30 @@ pub(super) async fn dispatch(
         let Query(query) = Query::<ViewQuery>::try_from_uri(uri)
             .map_err(|rejection| HttpError::BadRequest(rejection.body_text()))?;
         // An operator's token, or the site's own, shows what is left out.
-        let audience = match Caller::of(&state, headers).await? {
+        let audience = match Box::pin(Caller::of(&state, headers)).await? {
             Some(caller) if caller.may_touch(&routed.site.name).is_ok() => Audience::Operator,
             _ => Audience::Public,
         };
-        return browse::view(&state, routed.site, query, audience, Links::Public, headers).await;
+        return Box::pin(browse::view(
+            &state,
+            routed.site,
+            query,
+            audience,
+            Links::Public,
+            headers,
+        ))
+        .await;
     }
     let served = if let Some((file, encoding)) = IndexFile::parse(routed.file) {
-        index(&state, &on_host, routed.site, file, encoding, headers).await
+        Box::pin(index(
+            &state,
+            &on_host,
+            routed.site,
+            file,
+            encoding,
+            headers,
+        ))
+        .await
     } else if let Some((name, encoding)) = PageName::parse(routed.file) {
         page(&state, routed.site, name, encoding, method, headers).await
     } else {
@@ -404,7 +422,7 @@ async fn page(
             codec: stored,
             version: summary.lastmod,
         };
-        let (body, source) = state.pages.cached(key, route).await?;
+        let (body, source) = Box::pin(state.pages.cached(key, route)).await?;
         state.metrics.page_served(source.label());
         if codec == Codec::Identity {
             let held = state.bodies.reserve(INFLATE_HOLD_BYTES, Some(&body))?;

@@ -26,6 +26,7 @@
 //! `--disable-triggers`) announces nothing: `NOTIFY sitemapd_pages, '*'`
 //! after it.
 
+use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +36,7 @@ use moka::future::Cache;
 
 use time::OffsetDateTime;
 
-use crate::epochs::{Epochs, Read};
+use crate::epochs::{Epochs, Read, Recent};
 use crate::store::{self, IndexEntry, Store};
 
 /// The channel the schema notifies on.
@@ -121,11 +122,17 @@ impl std::ops::Deref for Entries {
     }
 }
 
+thread_local! {
+    static RECENT: RefCell<Recent<String, Snapshot>> = RefCell::default();
+}
+
 #[derive(Debug)]
 pub struct Summaries {
     max_age: Duration,
     /// Each site's snapshot; requests arriving together share one read.
     snapshots: Cache<String, Read<Snapshot>>,
+    /// Whether snapshots expire by age (`replica_lag`).
+    expiring: bool,
     epochs: Epochs,
     /// When the listener last heard anything, in milliseconds since
     /// `started`; 0: never.
@@ -152,6 +159,7 @@ impl Summaries {
         Summaries {
             max_age,
             snapshots: snapshots.build(),
+            expiring: replica_lag,
             epochs: Epochs::new(),
             heard_at: AtomicU64::new(0),
             started: Instant::now(),
@@ -193,8 +201,11 @@ impl Summaries {
         if self.is_disabled() || !self.trusted() {
             return Ok(Arc::new(Entries::new(store.index(site).await?)));
         }
+        // Snapshots that expire by age (`replica_lag`) are not kept in
+        // front of their cache, which expires them.
+        let recent = (!self.expiring).then_some(&RECENT);
         self.epochs
-            .fresh(&self.snapshots, site, &site, || async {
+            .fresh(&self.snapshots, recent, site, &site, || async {
                 Ok(Arc::new(Entries::new(store.index(site).await?)))
             })
             .await

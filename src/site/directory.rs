@@ -17,13 +17,14 @@
 //! comes from its stored base URL, so a hostile `Host` can at worst select
 //! another site or a 404.
 
+use std::cell::RefCell;
 use std::hash::Hash;
 use std::sync::Arc;
 
 use moka::future::Cache;
 
 use super::Site;
-use crate::epochs::{Epochs, Read};
+use crate::epochs::{Epochs, Read, Recent};
 use crate::sitemap::name::is_section_slug;
 use crate::store::{self, Store};
 
@@ -162,6 +163,12 @@ pub struct Directory {
     epochs: Epochs,
 }
 
+thread_local! {
+    /// What every request asks first, in front of `hosts` and `sole`.
+    static RECENT_HOSTS: RefCell<Recent<String, Arc<HostSites>>> = RefCell::default();
+    static RECENT_SOLE: RefCell<Recent<(), Option<Arc<Site>>>> = RefCell::default();
+}
+
 /// What a token's cached entry weighs, about.
 const TOKEN_ENTRY_BYTES: u32 = 160;
 
@@ -213,13 +220,19 @@ impl Directory {
         if let Some(host) = host {
             let found = self
                 .epochs
-                .fresh(&self.hosts, host, &Scope::Host(host), || async {
-                    let sites = self.store.sites_on_host(host).await?;
-                    Ok(Arc::new(HostSites::new(
-                        sites.into_iter().map(Arc::new).collect(),
-                        self.proxy_strips_prefix,
-                    )))
-                })
+                .fresh(
+                    &self.hosts,
+                    Some(&RECENT_HOSTS),
+                    host,
+                    &Scope::Host(host),
+                    || async {
+                        let sites = self.store.sites_on_host(host).await?;
+                        Ok(Arc::new(HostSites::new(
+                            sites.into_iter().map(Arc::new).collect(),
+                            self.proxy_strips_prefix,
+                        )))
+                    },
+                )
                 .await?;
             if !found.is_empty() || self.strict_host {
                 return Ok(found);
@@ -230,9 +243,13 @@ impl Directory {
         }
         let sole = self
             .epochs
-            .fresh(&self.sole, &(), &Scope::Sole, || async {
-                Ok(self.store.sole_site().await?.map(Arc::new))
-            })
+            .fresh(
+                &self.sole,
+                Some(&RECENT_SOLE),
+                &(),
+                &Scope::Sole,
+                || async { Ok(self.store.sole_site().await?.map(Arc::new)) },
+            )
             .await?;
         Ok(Arc::new(HostSites::new(
             sole.into_iter().collect(),
@@ -251,7 +268,7 @@ impl Directory {
             return Ok(None);
         }
         self.epochs
-            .fresh(&self.names, name, &Scope::Name(name), || async {
+            .fresh(&self.names, None, name, &Scope::Name(name), || async {
                 Ok(self.store.site(name).await?.map(|s| Arc::new(s.site)))
             })
             .await
@@ -263,9 +280,13 @@ impl Directory {
         digest: &str,
     ) -> Result<Option<Arc<str>>, Arc<store::Error>> {
         self.epochs
-            .fresh(&self.tokens, digest, &Scope::Token(digest), || async {
-                Ok(self.store.token_site(digest).await?.map(Arc::from))
-            })
+            .fresh(
+                &self.tokens,
+                None,
+                digest,
+                &Scope::Token(digest),
+                || async { Ok(self.store.token_site(digest).await?.map(Arc::from)) },
+            )
             .await
     }
 
