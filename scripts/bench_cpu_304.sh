@@ -2,7 +2,8 @@
 # CPU per `304` of several builds, side by side: each build runs `serve` at
 # its defaults over one database of ROWS plain-SQL rows (placed by
 # `sitemapd fold`), and each round sends every build in turn `wrk -t2 -c16`
-# for SECONDS with the first page's ETag in If-None-Match. Each build's
+# for SECONDS with the first page's ETag in If-None-Match, as Googlebot
+# (its User-Agent, as scripts/bench_static.sh sends). Each build's
 # utime + stime (/proc/PID/stat) over the run, divided by the requests it
 # answered, is its CPU per `304`; prints every round and the medians.
 # Finer than the request rate when builds differ by a few percent, since
@@ -66,6 +67,7 @@ for i in "${!binaries[@]}"; do
 done
 
 host='Host: localhost:8080'
+googlebot='User-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
 page=$(curl -sf -H "$host" "http://127.0.0.1:$(port_of 0)/sitemap_index.xml" |
     grep -o 'sitemap-[^<]*\.xml\.gz' | head -1)
 etag=$(curl -sfI -H "$host" "http://127.0.0.1:$(port_of 0)/$page" |
@@ -78,7 +80,7 @@ declare -A per_request
 for round in $(seq 1 "$rounds"); do
     for i in "${!binaries[@]}"; do
         before=$(ticks "${pids[$i]}")
-        out=$(wrk -t2 -c16 -d"${seconds}s" -H "$host" -H "If-None-Match: $etag" \
+        out=$(wrk -t2 -c16 -d"${seconds}s" -H "$host" -H "If-None-Match: $etag" -H "$googlebot" \
             "http://127.0.0.1:$(port_of "$i")/$page")
         after=$(ticks "${pids[$i]}")
         requests=$(awk '/requests in/ { print $1 }' <<<"$out")

@@ -8,6 +8,7 @@
 //! `If-Modified-Since`, whose one-second precision cannot see two changes
 //! within a second; Googlebot prefers the ETag.
 
+use std::cell::RefCell;
 use std::time::{Duration, SystemTime};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -65,11 +66,7 @@ impl Validators {
     pub(super) fn apply(&self, headers: &mut HeaderMap, cache_control: &HeaderValue) {
         headers.insert(header::ETAG, self.etag.clone());
         if let Some(modified) = self.last_modified {
-            let date = httpdate::fmt_http_date(modified);
-            headers.insert(
-                header::LAST_MODIFIED,
-                HeaderValue::try_from(date).expect("an HTTP date is a valid header"),
-            );
+            headers.insert(header::LAST_MODIFIED, http_date(modified));
         }
         headers.insert(header::CACHE_CONTROL, cache_control.clone());
     }
@@ -108,6 +105,23 @@ fn entity_tag(version: u128, variant: &[&str]) -> HeaderValue {
     tag.push(b'"');
     HeaderValue::from_maybe_shared(bytes::Bytes::from(tag))
         .expect("hex digits and slugs make a valid header")
+}
+
+/// `at` as an HTTP date. Each thread keeps the last it wrote: the `304`s of
+/// one page all carry the same, and formatting it was a twentieth of one.
+fn http_date(at: SystemTime) -> HeaderValue {
+    thread_local! {
+        static LAST: RefCell<Option<(SystemTime, HeaderValue)>> = const { RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| match last {
+        Some((written, value)) if *written == at => value.clone(),
+        _ => {
+            let value = HeaderValue::try_from(httpdate::fmt_http_date(at))
+                .expect("an HTTP date is a valid header");
+            *last = Some((at, value.clone()));
+            value
+        }
+    })
 }
 
 /// `Cache-Control` of sitemap documents kept `max_age` seconds.
@@ -157,6 +171,33 @@ mod tests {
             tag(micros, &["x"]),
             format!("\"{micros:x}-x\"").into_bytes()
         );
+    }
+
+    #[test]
+    fn last_modified_follows_each_response_s_own_date() {
+        let cache_control = cache_control(60);
+        for (changed, date) in [
+            (
+                datetime!(2026-11-21 10:00:00.5 UTC),
+                "Sat, 21 Nov 2026 10:00:00 GMT",
+            ),
+            (
+                datetime!(2026-11-21 10:00:00.9 UTC),
+                "Sat, 21 Nov 2026 10:00:00 GMT",
+            ),
+            (
+                datetime!(2026-11-22 08:30:01 UTC),
+                "Sun, 22 Nov 2026 08:30:01 GMT",
+            ),
+            (
+                datetime!(2026-11-21 10:00:00 UTC),
+                "Sat, 21 Nov 2026 10:00:00 GMT",
+            ),
+        ] {
+            let mut headers = HeaderMap::new();
+            Validators::new(1, &["gz"], Some(changed)).apply(&mut headers, &cache_control);
+            assert_eq!(headers[header::LAST_MODIFIED], date);
+        }
     }
 
     #[test]
