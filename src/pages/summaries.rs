@@ -131,8 +131,6 @@ pub struct Summaries {
     max_age: Duration,
     /// Each site's snapshot; requests arriving together share one read.
     snapshots: Cache<String, Read<Snapshot>>,
-    /// Whether snapshots expire by age (`replica_lag`).
-    expiring: bool,
     epochs: Epochs,
     /// When the listener last heard anything, in milliseconds since
     /// `started`; 0: never.
@@ -159,7 +157,6 @@ impl Summaries {
         Summaries {
             max_age,
             snapshots: snapshots.build(),
-            expiring: replica_lag,
             epochs: Epochs::new(),
             heard_at: AtomicU64::new(0),
             started: Instant::now(),
@@ -203,7 +200,8 @@ impl Summaries {
         }
         // Snapshots that expire by age (`replica_lag`) are not kept in
         // front of their cache, which expires them.
-        let recent = (!self.expiring).then_some(&RECENT);
+        let expiring = self.snapshots.policy().time_to_live().is_some();
+        let recent = (!expiring).then_some(&RECENT);
         self.epochs
             .fresh(&self.snapshots, recent, site, &site, || async {
                 Ok(Arc::new(Entries::new(store.index(site).await?)))
