@@ -3,7 +3,6 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Query, Request, State};
@@ -108,8 +107,8 @@ pub(super) async fn dispatch(
                 .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |info| info.0);
             let fetch = Fetch {
                 at: OffsetDateTime::now_utc(),
-                site: Arc::from(routed.site.name.as_str()),
-                file: Box::from(routed.file),
+                site: routed.site.clone(),
+                file: routed.file.into(),
                 crawler: state.crawlers.identify(peer, headers).crawler,
                 status: response.status().as_u16(),
                 version,
