@@ -8,9 +8,10 @@
 //! cache as `.xml.gz`, one at a time, through the same build slots as
 //! requests. The first round only takes note of where things stand:
 //! warming a whole large site at start would evict more than it keeps.
-//! While folds place a backlog in batches, rounds wait: rebuilding the
-//! pages of every batch of a bulk load took CPU from the load and its
-//! placement, and evicted pages for ones about to change.
+//! While folds place a backlog in batches, rounds wait, and a backlog that
+//! starts during a round stops it: rebuilding the pages of every batch of
+//! a bulk load took CPU from the load and its placement, and evicted pages
+//! for ones about to change.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use crate::metrics::routes;
 use crate::pages::Pages;
 use crate::pages::cache::PageKey;
 use crate::pages::codec::Codec;
+use crate::store::ChangedPage;
 
 /// Pages rebuilt per round at most: enough for ordinary writes, bounded for
 /// bulk ones (whose pages are then built on first request).
@@ -52,30 +54,38 @@ pub(crate) async fn run(pages: Arc<Pages>, interval: Duration) {
                 continue;
             }
         };
-        // Asked after the pages were read: a fold commits its pages and
-        // the fold state together, so pages showing a batch of a backlog
-        // are always followed by a state that shows the backlog.
-        match store.placing_a_backlog().await {
-            Ok(false) => {}
-            Ok(true) => {
-                tokio::time::sleep(interval).await;
-                continue;
-            }
-            Err(error) => tracing::debug!(%error, "warm-up: fold state unavailable"),
-        }
-        since = newest.max(Some(after));
-        for page in changed {
-            let key = PageKey {
-                site: page.site,
-                section: page.section,
-                page: page.page,
-                codec: Codec::Gzip,
-                version: page.lastmod,
-            };
-            if let Err(error) = pages.cached(key, routes::PAGE_GZ).await {
-                tracing::debug!(%error, "warm-up: page not built");
-            }
+        if warm(&pages, changed).await {
+            since = newest.max(Some(after));
         }
         tokio::time::sleep(interval).await;
     }
+}
+
+/// Builds each page in turn unless folds are placing a backlog; whether
+/// every page was built (else the round is left to a later one, which
+/// finds the same pages again and those built since in the cache).
+///
+/// Asked before each page, after the pages were read: a fold commits its
+/// pages and the fold state together, so pages showing a batch of a
+/// backlog are always followed by a state that shows the backlog, and a
+/// backlog that starts during a round stops it at the next page.
+async fn warm(pages: &Pages, changed: Vec<ChangedPage>) -> bool {
+    for page in changed {
+        match pages.renderer.store.placing_a_backlog().await {
+            Ok(false) => {}
+            Ok(true) => return false,
+            Err(error) => tracing::debug!(%error, "warm-up: fold state unavailable"),
+        }
+        let key = PageKey {
+            site: page.site,
+            section: page.section,
+            page: page.page,
+            codec: Codec::Gzip,
+            version: page.lastmod,
+        };
+        if let Err(error) = pages.cached(key, routes::PAGE_GZ).await {
+            tracing::debug!(%error, "warm-up: page not built");
+        }
+    }
+    true
 }

@@ -246,6 +246,92 @@ async fn warm_up_waits_for_a_backlog_to_be_placed(pool: PgPool) {
     assert_eq!(built(&app).await, 0.0, "no request built a page");
 }
 
+/// A backlog that starts while a round builds its pages stops the round at
+/// the next page, and the pages it left are warmed once the backlog is
+/// placed.
+#[sqlx::test]
+async fn warm_up_stops_its_round_when_a_backlog_starts(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.warm_up_interval_ms = 50;
+        s.max_urls = 10;
+        s.fold_interval_ms = 3_600_000;
+    })
+    .await;
+    // The first round only notes where things stand.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.insert_urls("", "w", 30).await;
+    let mut waited = Duration::ZERO;
+    while metric(&app, "sitemapd_page_build_seconds_count").await < 3.0 {
+        assert!(
+            waited < Duration::from_secs(10),
+            "the pages were not warmed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+
+    // The rows are held, and the three pages' summaries move on: the next
+    // round's first build waits on the rows.
+    let mut writer = app.pool.acquire().await.expect("connection");
+    sqlx::raw_sql("BEGIN; LOCK TABLE sitemap_urls IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *writer)
+        .await
+        .expect("lock");
+    exec(
+        &app.pool,
+        "UPDATE sitemap_pages SET lastmod = lastmod + interval '1 second'",
+    )
+    .await;
+    until_a_statement_waits_on_a_lock(&app.pool, PAGE_READ).await;
+    // A backlog starts while that build waits.
+    exec(
+        &app.pool,
+        "UPDATE sitemap_fold_state SET removals_left = true",
+    )
+    .await;
+    sqlx::raw_sql("COMMIT")
+        .execute(&mut *writer)
+        .await
+        .expect("unlock");
+    waited = Duration::ZERO;
+    while metric(&app, "sitemapd_page_build_seconds_count").await < 4.0 {
+        assert!(
+            waited < Duration::from_secs(10),
+            "the waiting build did not end"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        metric(&app, "sitemapd_page_build_seconds_count").await,
+        4.0,
+        "pages were warmed while a backlog was being placed"
+    );
+
+    exec(
+        &app.pool,
+        "UPDATE sitemap_fold_state SET removals_left = false",
+    )
+    .await;
+    waited = Duration::ZERO;
+    while metric(&app, "sitemapd_page_build_seconds_count").await < 6.0 {
+        assert!(
+            waited < Duration::from_secs(10),
+            "the pages the stopped round left were not warmed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    for page in 1..=3 {
+        assert_eq!(
+            app.get(&format!("/sitemap-{page}.xml.gz")).await.status(),
+            200
+        );
+    }
+    assert_eq!(built(&app).await, 0.0, "no request built a page");
+}
+
 /// Polls the page's ETag until it differs from `old` (bounded).
 async fn etag_after_change(app: &TestApp, path: &str, old: &str) -> String {
     for _ in 0..100 {
