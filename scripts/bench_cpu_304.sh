@@ -5,7 +5,8 @@
 # for SECONDS with the first page's ETag in If-None-Match, as Googlebot
 # (its User-Agent, as scripts/bench_static.sh sends). Each build's
 # utime + stime (/proc/PID/stat) over the run, divided by the requests it
-# answered, is its CPU per `304`; prints every round and the medians.
+# answered, is its CPU per `304`; prints every round and the medians, and
+# the user and system parts of each.
 # Finer than the request rate when builds differ by a few percent, since
 # the load generator shares the two cores.
 #
@@ -75,25 +76,34 @@ etag=$(curl -sfI -H "$host" "http://127.0.0.1:$(port_of 0)/$page" |
 [[ -n $page && -n $etag ]] || { echo "no page to ask for" >&2; exit 1; }
 echo "page: $page ($etag); $rows rows; $rounds rounds of $seconds s"
 
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-declare -A per_request
+ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+declare -A per_request user system
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+# microseconds per request of TICKS (an expression), over $requests
+per() { echo "scale=2; $1 * $tick_us / $requests" | bc; }
 for round in $(seq 1 "$rounds"); do
     for i in "${!binaries[@]}"; do
-        before=$(ticks "${pids[$i]}")
+        read -r user_before system_before < <(ticks "${pids[$i]}")
         out=$(wrk -t2 -c16 -d"${seconds}s" -H "$host" -H "If-None-Match: $etag" -H "$googlebot" \
             "http://127.0.0.1:$(port_of "$i")/$page")
-        after=$(ticks "${pids[$i]}")
+        read -r user_after system_after < <(ticks "${pids[$i]}")
         requests=$(awk '/requests in/ { print $1 }' <<<"$out")
         rate=$(awk '/Requests\/sec/ { print $2 }' <<<"$out")
-        tick_us=$((1000000 / $(getconf CLK_TCK)))
-        us=$(echo "scale=2; ($after - $before) * $tick_us / $requests" | bc)
+        u=$(per "($user_after - $user_before)")
+        s=$(per "($system_after - $system_before)")
+        us=$(per "($user_after - $user_before + $system_after - $system_before)")
         per_request[$i]+="$us "
-        printf 'round %d, %s: %s requests/s, %s us CPU per 304\n' \
-            "$round" "${binaries[$i]}" "$rate" "$us"
+        user[$i]+="$u "
+        system[$i]+="$s "
+        printf 'round %d, %s: %s requests/s, %s us CPU per 304 (user %s, system %s)\n' \
+            "$round" "${binaries[$i]}" "$rate" "$us" "$u" "$s"
     done
 done
+median() {
+    tr ' ' '\n' <<<"$1" | grep . | sort -n |
+        awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 for i in "${!binaries[@]}"; do
-    median=$(tr ' ' '\n' <<<"${per_request[$i]}" | grep . | sort -n |
-        awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-    printf 'median, %s: %s us CPU per 304\n' "${binaries[$i]}" "$median"
+    printf 'median, %s: %s us CPU per 304 (user %s, system %s)\n' "${binaries[$i]}" \
+        "$(median "${per_request[$i]}")" "$(median "${user[$i]}")" "$(median "${system[$i]}")"
 done
