@@ -23,6 +23,16 @@ async fn metric(app: &TestApp, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Waits (10 s at most) until `count` pages were built in all.
+async fn until_pages_built(app: &TestApp, count: f64, otherwise: &str) {
+    let mut waited = Duration::ZERO;
+    while metric(app, "sitemapd_page_build_seconds_count").await < count {
+        assert!(waited < Duration::from_secs(10), "{otherwise}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+}
+
 async fn built(app: &TestApp) -> f64 {
     metric(app, r#"sitemapd_pages_served_total{source="built"}"#).await
 }
@@ -169,15 +179,7 @@ async fn warm_up_rebuilds_changed_pages_before_anyone_asks(pool: PgPool) {
     // The first round only notes where things stand.
     tokio::time::sleep(Duration::from_millis(200)).await;
     app.insert_urls("", "w", 3).await;
-    let mut waited = Duration::ZERO;
-    while metric(&app, "sitemapd_page_build_seconds_count").await < 1.0 {
-        assert!(
-            waited < Duration::from_secs(10),
-            "the changed page was not warmed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += Duration::from_millis(50);
-    }
+    until_pages_built(&app, 1.0, "the changed page was not warmed").await;
     let page = app.page("/sitemap-1.xml.gz").await;
     assert_eq!(page.urls.len(), 3);
     assert_eq!(built(&app).await, 0.0, "the crawler met a warm page");
@@ -234,15 +236,12 @@ async fn warm_up_waits_for_a_backlog_to_be_placed(pool: PgPool) {
     );
 
     app.fold().await;
-    let mut waited = Duration::ZERO;
-    while metric(&app, "sitemapd_page_build_seconds_count").await < 10.0 {
-        assert!(
-            waited < Duration::from_secs(10),
-            "the ten pages of the load were not warmed once it was placed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += Duration::from_millis(50);
-    }
+    until_pages_built(
+        &app,
+        10.0,
+        "the ten pages of the load were not warmed once it was placed",
+    )
+    .await;
     assert_eq!(built(&app).await, 0.0, "no request built a page");
 }
 
@@ -260,15 +259,7 @@ async fn warm_up_stops_its_round_when_a_backlog_starts(pool: PgPool) {
     // The first round only notes where things stand.
     tokio::time::sleep(Duration::from_millis(200)).await;
     app.insert_urls("", "w", 30).await;
-    let mut waited = Duration::ZERO;
-    while metric(&app, "sitemapd_page_build_seconds_count").await < 3.0 {
-        assert!(
-            waited < Duration::from_secs(10),
-            "the pages were not warmed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += Duration::from_millis(50);
-    }
+    until_pages_built(&app, 3.0, "the pages were not warmed").await;
 
     // The rows are held, and the three pages' summaries move on: the next
     // round's first build waits on the rows.
@@ -293,15 +284,7 @@ async fn warm_up_stops_its_round_when_a_backlog_starts(pool: PgPool) {
         .execute(&mut *writer)
         .await
         .expect("unlock");
-    waited = Duration::ZERO;
-    while metric(&app, "sitemapd_page_build_seconds_count").await < 4.0 {
-        assert!(
-            waited < Duration::from_secs(10),
-            "the waiting build did not end"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += Duration::from_millis(50);
-    }
+    until_pages_built(&app, 4.0, "the waiting build did not end").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
         metric(&app, "sitemapd_page_build_seconds_count").await,
@@ -314,15 +297,12 @@ async fn warm_up_stops_its_round_when_a_backlog_starts(pool: PgPool) {
         "UPDATE sitemap_fold_state SET removals_left = false",
     )
     .await;
-    waited = Duration::ZERO;
-    while metric(&app, "sitemapd_page_build_seconds_count").await < 6.0 {
-        assert!(
-            waited < Duration::from_secs(10),
-            "the pages the stopped round left were not warmed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += Duration::from_millis(50);
-    }
+    until_pages_built(
+        &app,
+        6.0,
+        "the pages the stopped round left were not warmed",
+    )
+    .await;
     for page in 1..=3 {
         assert_eq!(
             app.get(&format!("/sitemap-{page}.xml.gz")).await.status(),
