@@ -187,7 +187,7 @@ pub(crate) fn start(
     (sender, task)
 }
 
-/// Takes the buffers every 50 ms and adds it up; once a second hands the
+/// Takes the buffers every 50 ms and adds them up; once a second hands the
 /// sums to the writer, or while the writer is still busy with the last
 /// ones, keeps adding to them. Never waits on the database itself.
 async fn add_up(store: Store, shards: Shards, metrics: Arc<Metrics>, stop: CancellationToken) {

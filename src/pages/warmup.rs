@@ -62,8 +62,8 @@ pub(crate) async fn run(pages: Arc<Pages>, interval: Duration) {
 }
 
 /// Builds each page in turn unless folds are placing a backlog; whether
-/// every page was built (else the round is left to a later one, which
-/// finds the same pages again and those built since in the cache).
+/// the round went through every page (else it is left to a later one,
+/// which finds the same pages again, those built already in the cache).
 ///
 /// Asked before each page, after the pages were read: a fold commits its
 /// pages and the fold state together, so pages showing a batch of a
