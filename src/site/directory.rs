@@ -159,14 +159,15 @@ pub struct Directory {
     hosts: Cache<String, Read<Arc<HostSites>>>,
     names: Cache<String, Read<Option<Arc<Site>>>>,
     tokens: Cache<String, Read<Option<Arc<str>>>>,
-    sole: Cache<(), Read<Option<Arc<Site>>>>,
+    /// The only site, as the sites of any host no site is on.
+    sole: Cache<(), Read<Arc<HostSites>>>,
     epochs: Epochs,
 }
 
 thread_local! {
     /// What every request asks first, in front of `hosts` and `sole`.
     static RECENT_HOSTS: RefCell<Recent<String, Arc<HostSites>>> = RefCell::default();
-    static RECENT_SOLE: RefCell<Recent<(), Option<Arc<Site>>>> = RefCell::default();
+    static RECENT_SOLE: RefCell<Recent<(), Arc<HostSites>>> = RefCell::default();
 }
 
 /// What a token's cached entry weighs, about.
@@ -241,20 +242,21 @@ impl Directory {
         if self.strict_host {
             return Ok(Arc::default());
         }
-        let sole = self
-            .epochs
+        self.epochs
             .fresh(
                 &self.sole,
                 Some(&RECENT_SOLE),
                 &(),
                 &Scope::Sole,
-                || async { Ok(self.store.sole_site().await?.map(Arc::new)) },
+                || async {
+                    let sole = self.store.sole_site().await?.map(Arc::new);
+                    Ok(Arc::new(HostSites::new(
+                        sole.into_iter().collect(),
+                        self.proxy_strips_prefix,
+                    )))
+                },
             )
-            .await?;
-        Ok(Arc::new(HostSites::new(
-            sole.into_iter().collect(),
-            self.proxy_strips_prefix,
-        )))
+            .await
     }
 
     /// The sites on `site`'s own host.
