@@ -1023,13 +1023,35 @@ BEGIN
     END IF;
 
     -- URLs that left: off their pages, into the feed. Those in runs leave
-    -- them here; the statement after it takes the ones placed alone.
-    INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
-    SELECT h.id, h.site, h.section, h.page, h.bytes, r.loc, 'gone'
-    FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_removals WHERE id IS NOT NULL)) h
-    JOIN sitemap_fold_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
-    ON CONFLICT DO NOTHING;
-    PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs), false);
+    -- them here, their runs found once: a run they all leave goes whole,
+    -- and only the runs they leave partly are taken apart and written
+    -- again without them. The statement after it takes the ones placed
+    -- alone.
+    -- A URL renamed away twice has two removals: one is kept, as a sort
+    -- of the batch costs less than inserting it with ON CONFLICT.
+    WITH gone AS MATERIALIZED (
+        SELECT DISTINCT ON (h.id) h.run, h.id, h.site, h.section, h.page, h.bytes, r.loc
+        FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_removals WHERE id IS NOT NULL)) h
+        JOIN sitemap_fold_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
+        ORDER BY h.id
+    ), noted AS (
+        INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
+        SELECT id, site, section, page, bytes, loc, 'gone' FROM gone
+    ), leaving AS (
+        SELECT run, count(*) AS members FROM gone GROUP BY run
+    ), taken AS (
+        DELETE FROM sitemap_placement_runs r USING leaving l
+        WHERE r.run = l.run
+        RETURNING r.run, r.site, r.section, r.page, r.ids, r.loc_hashes, r.bytes,
+                  cardinality(r.ids) > l.members AS partly
+    )
+    INSERT INTO sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
+    SELECT t.site, t.section, t.page, min(m.id), max(m.id),
+           array_agg(m.id ORDER BY m.id), array_agg(m.loc_hash ORDER BY m.id), array_agg(m.bytes ORDER BY m.id)
+    FROM taken t
+    CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
+    WHERE t.partly AND NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = m.id)
+    GROUP BY t.run, t.site, t.section, t.page;
     WITH announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'removed', seen FROM sitemap_fold_in_runs WHERE NOT stashing

@@ -659,6 +659,69 @@ async fn new_rows_are_placed_in_runs_and_changed_ones_leave_them(pool: PgPool) {
     check_invariants(&app, MAX_URLS).await;
 }
 
+/// A bulk delete takes the runs it empties whole, and writes the rest of a
+/// run it leaves partly again, in order; a URL renamed away twice in one
+/// transaction (two removals of it) leaves its run once.
+#[sqlx::test]
+async fn removals_take_whole_runs_and_leave_the_rest_of_a_run_in_order(pool: PgPool) {
+    const MAX_URLS: i64 = 100;
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = MAX_URLS as u32).await;
+    app.insert_urls("", "bulk/", 300).await;
+    // Runs of 1-64 and 65-100 on page 1, and so on.
+    assert_eq!(placement_shape(&app.pool).await, (6, 300, 0));
+
+    let loc = |n: u32| format!("{BASE_URL}bulk/{n}");
+    let renamed = loc(250);
+    exec(
+        &app.pool,
+        &format!(
+            "DELETE FROM sitemap_urls
+             WHERE loc IN (SELECT '{BASE_URL}bulk/' || g FROM generate_series(1, 80) g)"
+        ),
+    )
+    .await;
+    // One transaction: no fold comes between the renames.
+    exec(
+        &app.pool,
+        &format!(
+            "UPDATE sitemap_urls SET loc = '{renamed}-b' WHERE loc = '{renamed}';
+             UPDATE sitemap_urls SET loc = '{renamed}' WHERE loc = '{renamed}-b';
+             UPDATE sitemap_urls SET loc = '{renamed}-c' WHERE loc = '{renamed}'"
+        ),
+    )
+    .await;
+    app.fold().await;
+
+    let runs: Vec<(i32, i64, i64, Vec<i64>)> = sqlx::query_as(
+        "SELECT page, first_id, last_id, ids FROM sitemap_placement_runs ORDER BY first_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("runs");
+    let ids_of = |range: std::ops::RangeInclusive<i64>| range.collect::<Vec<_>>();
+    assert_eq!(runs[0], (1, 81, 100, ids_of(81..=100)), "what 1-80 left");
+    let run_from = |first: i64| runs.iter().find(|run| run.1 == first).map(|run| &run.3);
+    let mut expected = ids_of(201..=264);
+    expected.retain(|&id| id != 250);
+    assert_eq!(run_from(201), Some(&expected), "250 left its run");
+    assert_eq!(run_from(265), Some(&ids_of(265..=300)));
+    assert!(runs.iter().all(|(_, first, last, ids)| {
+        ids.windows(2).all(|pair| pair[0] < pair[1])
+            && ids.first() == Some(first)
+            && ids.last() == Some(last)
+    }));
+
+    let removed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sitemap_changes WHERE change = 'removed' AND loc = $1",
+    )
+    .bind(&renamed)
+    .fetch_one(&app.pool)
+    .await
+    .expect("feed");
+    assert_eq!(removed, 1, "one removal of the URL it was placed as");
+    check_invariants(&app, MAX_URLS).await;
+}
+
 /// A fold of many rows keeps its feed entries for the service to write out
 /// apart from the folds; while any are kept, later folds keep theirs after
 /// them, so the feed, written out, is in fold order. One writer at a time.
