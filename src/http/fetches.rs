@@ -6,15 +6,15 @@
 //! access log's line is written when any response's body ends (sent, or
 //! abandoned with its connection), with the bytes it sent.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request};
 use axum::http::Method;
 use axum::http::header::{CONTENT_LENGTH, HOST, USER_AGENT};
+use axum::http::request::Parts;
 use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -83,13 +83,9 @@ pub(super) struct Asked {
 impl Asked {
     /// What the access log will say of `request`; `None` when the log is
     /// off.
-    pub(super) fn of(state: &HttpState, request: &Request) -> Option<Asked> {
+    pub(super) fn of(state: &HttpState, request: &Parts, peer: SocketAddr) -> Option<Asked> {
         let log = state.crawlers.access_log.clone()?;
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |info| info.0);
-        let headers = request.headers();
+        let headers = &request.headers;
         let text = |name| {
             headers
                 .get(name)
@@ -100,9 +96,9 @@ impl Asked {
             at: OffsetDateTime::now_utc(),
             started: Instant::now(),
             visitor: state.crawlers.identify(peer, headers),
-            method: request.method().to_string(),
+            method: request.method.to_string(),
             host: text(HOST),
-            path: request.uri().path().to_owned(),
+            path: request.uri.path().to_owned(),
             user_agent: text(USER_AGENT),
         })
     }

@@ -8,18 +8,19 @@
 //! reason a `GET` of a sitemap file goes to its handler straight, not
 //! through the router's fallback.
 
-use std::convert::Infallible;
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::net::SocketAddr;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tower::{Service, ServiceExt};
+use hyper::body::Incoming;
+use tower::ServiceExt;
 use tracing::Instrument;
 
+use super::connections::Answers;
 use super::{HttpState, fetches, host, sitemaps};
 use crate::metrics::route_of;
 
@@ -59,24 +60,25 @@ fn routed(route: &str) -> bool {
     matches!(route, "/healthz" | "/readyz" | "/metrics" | "/api/v1")
 }
 
-impl Service<Request> for Public {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let state = self.state.clone();
-        let routes = self.routes.clone();
-        let files = self.files;
-        Box::pin(async move { Ok(respond(state, routes, files, request).await) })
+impl Answers for Public {
+    fn answer(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Response> + Send + use<> {
+        // Boxed: the request's future is kilobytes, and hyper moves what
+        // this returns; copying it whole on each move cost more than the
+        // allocation.
+        Box::pin(respond(self.clone(), request, peer))
     }
 }
 
-async fn respond(state: HttpState, routes: Router, files: bool, request: Request) -> Response {
+async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -> Response {
+    let Public {
+        state,
+        routes,
+        files,
+    } = public;
     let route = route_of(request.uri().path());
     // Per request at DEBUG: a line per request at INFO cost a third of the
     // rate of `304`s (formatting it, and the lock on the output).
@@ -87,16 +89,20 @@ async fn respond(state: HttpState, routes: Router, files: bool, request: Request
         path = %request.uri().path()
     );
     let response = async {
-        let asked = fetches::Asked::of(&state, &request);
-        let response = match host::host_problem(request.version(), request.headers()) {
+        let (request, body) = request.into_parts();
+        let asked = fetches::Asked::of(&state, &request, peer);
+        let response = match host::host_problem(request.version, &request.headers) {
             Some(problem) => bad_host(problem),
             // A `HEAD` goes through the router, which frames its answer.
-            None if files && request.method() == Method::GET && !routed(route) => {
-                sitemaps::dispatch(State(state.clone()), request)
+            None if files && request.method == Method::GET && !routed(route) => {
+                sitemaps::answer(&state, &request, peer)
                     .await
                     .into_response()
             }
             None => {
+                let mut request = Request::from_parts(request, Body::new(body));
+                // Who is asking: the crawler ledger and the access log read it.
+                request.extensions_mut().insert(ConnectInfo(peer));
                 let routes = routes.oneshot(request);
                 routes.await.unwrap_or_else(|never| match never {})
             }

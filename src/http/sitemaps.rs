@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -38,14 +39,28 @@ pub(super) const NOINDEX: HeaderValue = HeaderValue::from_static("noindex");
 /// keep one copy per `Accept-Encoding`.
 const VARY_ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("accept-encoding");
 
-/// Every request that is not a health check: routed to a site by `Host` and
-/// path, then to its index, one of its pages, or the host's robots.txt. The
-/// path is used raw, not percent-decoded, so each document has one URL.
+/// The router's fallback (a `HEAD`, or a method no file allows): what
+/// [`answer`] says, for the client its connection put in the request.
 pub(super) async fn dispatch(
     State(state): State<HttpState>,
     request: Request,
 ) -> Result<Response, HttpError> {
     let (request, _) = request.into_parts();
+    let peer = request
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |info| info.0);
+    answer(&state, &request, peer).await
+}
+
+/// Every request that is not a health check: routed to a site by `Host` and
+/// path, then to its index, one of its pages, or the host's robots.txt. The
+/// path is used raw, not percent-decoded, so each document has one URL.
+pub(super) async fn answer(
+    state: &HttpState,
+    request: &Parts,
+    peer: SocketAddr,
+) -> Result<Response, HttpError> {
     let (method, headers, uri) = (&request.method, &request.headers, &request.uri);
     if method != Method::GET && method != Method::HEAD {
         return Err(HttpError::MethodNotAllowed);
@@ -55,25 +70,25 @@ pub(super) async fn dispatch(
     // What a `304` does not take is boxed: the future of every request is
     // as large as its largest branch, and is moved whole.
     if uri.path() == routes::ROBOTS {
-        return Box::pin(robots(&state, &on_host, headers)).await;
+        return Box::pin(robots(state, &on_host, headers)).await;
     }
     if let Some(key) = on_host.indexnow_key(uri.path()) {
-        return Ok(indexnow_key_file(&state, key, headers));
+        return Ok(indexnow_key_file(state, key, headers));
     }
     let routed = on_host.route(uri.path()).ok_or(HttpError::NotFound)?;
     if routed.file == "sitemap.xsl" {
-        return Ok(stylesheet(&state, headers));
+        return Ok(stylesheet(state, headers));
     }
     if routed.file == browse::FILE {
         let Query(query) = Query::<ViewQuery>::try_from_uri(uri)
             .map_err(|rejection| HttpError::BadRequest(rejection.body_text()))?;
         // An operator's token, or the site's own, shows what is left out.
-        let audience = match Box::pin(Caller::of(&state, headers)).await? {
+        let audience = match Box::pin(Caller::of(state, headers)).await? {
             Some(caller) if caller.may_touch(&routed.site.name).is_ok() => Audience::Operator,
             _ => Audience::Public,
         };
         return Box::pin(browse::view(
-            &state,
+            state,
             routed.site,
             query,
             audience,
@@ -83,17 +98,9 @@ pub(super) async fn dispatch(
         .await;
     }
     let served = if let Some((file, encoding)) = IndexFile::parse(routed.file) {
-        Box::pin(index(
-            &state,
-            &on_host,
-            routed.site,
-            file,
-            encoding,
-            headers,
-        ))
-        .await
+        Box::pin(index(state, &on_host, routed.site, file, encoding, headers)).await
     } else if let Some((name, encoding)) = PageName::parse(routed.file) {
-        page(&state, routed.site, name, encoding, method, headers).await
+        page(state, routed.site, name, encoding, method, headers).await
     } else {
         return Err(HttpError::NotFound);
     };
@@ -101,10 +108,6 @@ pub(super) async fn dispatch(
     // Whatever the answer, the ledger learns which file was asked for.
     Ok(match &state.crawlers.ledger {
         Some(ledger) => {
-            let peer = request
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |info| info.0);
             let fetch = Fetch {
                 at: OffsetDateTime::now_utc(),
                 site: routed.site.clone(),

@@ -26,18 +26,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::ConnectInfo;
 use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
+use hyper::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 
 use io::{Clocks, CloseReason, ConnectionState, GuardedStream, InFlight};
 
@@ -53,6 +55,41 @@ pub struct Limits {
     pub(crate) max_connections: usize,
     /// Connections past those that are still answered once.
     pub overflow_connections: usize,
+}
+
+/// What answers the requests of a listener's connections, each with the
+/// address of the client that sent it.
+///
+/// The public port's pipeline answers sitemap files straight from hyper's
+/// request: a `304` goes through no tower service call, and its request
+/// gets no boxed body nor an extensions map to carry the client's address,
+/// each a part of what it cost.
+pub(crate) trait Answers: Clone + Send + Sync + 'static {
+    fn answer(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Response> + Send + use<Self>;
+}
+
+/// A router answers with the client's address in the request's
+/// extensions, where its handlers read it.
+impl Answers for Router {
+    fn answer(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Response> + Send + use<> {
+        let mut request = request.map(Body::new);
+        request.extensions_mut().insert(ConnectInfo(peer));
+        let router = self.clone();
+        async move {
+            router
+                .oneshot(request)
+                .await
+                .unwrap_or_else(|never| match never {})
+        }
+    }
 }
 
 /// The overflow's header timeout at most: a probe sends its request at once.
@@ -107,18 +144,14 @@ pub(crate) fn open_files_limit() -> u64 {
 /// stops accepting and returns once every open connection has finished its
 /// response (idle ones are closed at once). Connections past
 /// `max_connections` are served one request by `overflow`.
-pub(crate) async fn serve<S>(
+pub(crate) async fn serve<A: Answers>(
     listener: TcpListener,
-    app: S,
-    overflow: S,
+    app: A,
+    overflow: A,
     limits: Limits,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()>
-where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
-    S::Future: Send,
-{
+) -> std::io::Result<()> {
     let regular = Arc::new(Semaphore::new(limits.max_connections));
     let extra = Arc::new(Semaphore::new(limits.overflow_connections));
     let refusal = refusal_bytes();
@@ -169,20 +202,16 @@ where
 
 /// An accepted connection as hyper serves it, with the clocks on its
 /// socket, and the state those clocks record.
-fn connection<S>(
+fn connection<A: Answers>(
     stream: TcpStream,
     peer: SocketAddr,
-    router: S,
+    answers: A,
     limits: &Limits,
     overflowing: bool,
 ) -> (
     Arc<ConnectionState>,
     impl GracefulConnection<Error = hyper::Error> + Send + 'static,
-)
-where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
-    S::Future: Send,
-{
+) {
     let state = ConnectionState::new();
     let header_timeout = if overflowing {
         limits.header_read_timeout.min(OVERFLOW_HEADER_TIMEOUT)
@@ -201,12 +230,9 @@ where
     let requests = state.clone();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let in_flight = requests.begin_request();
-        let router = router.clone();
-        let mut request = request.map(Body::new);
-        // Who is asking: the crawler ledger and the access log read it.
-        request.extensions_mut().insert(ConnectInfo(peer));
+        let answered = answers.answer(request, peer);
         async move {
-            let response = router.oneshot(request).await?;
+            let response = answered.await;
             Ok::<_, Infallible>(response.map(|body| Tracked { body, in_flight }))
         }
     });
