@@ -52,12 +52,7 @@ cleanup() {
 trap cleanup EXIT
 
 export SITEMAPD_BASE_URL=http://localhost:8080/ DATABASE_URL=$pg/$db
-psql -q "$pg/postgres" -c "DROP DATABASE IF EXISTS $db"
-"${binaries[0]}" migrate >/dev/null 2>&1
-psql -qAt "$pg/postgres" -v rows="$rows" -f "$here/scripts/bulk_rows.sql" |
-    psql -q "$pg/$db" -c "\\copy sitemap_urls (section, loc, lastmod) FROM STDIN"
-"${binaries[0]}" fold >/dev/null 2>"$work/fold.log"
-psql -q "$pg/$db" -c "VACUUM ANALYZE"
+PG_BASE=$pg "$here/scripts/seed_placed.sh" "${binaries[0]}" "$db" "$rows"
 
 # Sends N conditional GETs over four keep-alive connections; fails on any
 # answer but a `304`.

@@ -68,12 +68,7 @@ db=sitemapd_bench_static
 export SITEMAPD_BASE_URL=http://localhost:8080/ DATABASE_URL=$pg/$db
 unset RUST_LOG
 
-psql -q "$pg/postgres" -c "DROP DATABASE IF EXISTS $db"
-"${binaries[0]}" migrate >/dev/null
-psql -qAt "$pg/postgres" -v rows="$rows" -f "$here/scripts/bulk_rows.sql" |
-    psql -q "$pg/$db" -c "\\copy sitemap_urls (section, loc, lastmod) FROM STDIN"
-"${binaries[0]}" fold >/dev/null
-psql -q "$pg/$db" -c "VACUUM ANALYZE"
+PG_BASE=$pg "$here/scripts/seed_placed.sh" "${binaries[0]}" "$db" "$rows"
 
 names=()
 ports=()
