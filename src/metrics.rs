@@ -2,6 +2,8 @@
 //! healthy and fast. Served at `GET /metrics`, on the main port or on
 //! `metrics_listen`.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -95,8 +97,16 @@ struct PoolLabels {
     state: &'static str,
 }
 
+/// Request counters (by route and status) each thread keeps at hand.
+const RECENT_REQUEST_COUNTERS: usize = 8;
+
+/// A request counter kept by a thread, under its instance, route and status.
+type KeptCounter = ((u64, &'static str, u16), Counter);
+
 #[derive(Debug)]
 pub(crate) struct Metrics {
+    /// Tells one instance's counters kept by a thread from another's.
+    id: u64,
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     body_bytes: Family<RouteLabels, Counter>,
@@ -336,7 +346,9 @@ impl Default for Metrics {
             "Index submissions by GET to submit_urls, by status (200 is success; error: no answer)",
             submissions.clone(),
         );
+        static INSTANCES: AtomicU64 = AtomicU64::new(0);
         Metrics {
+            id: INSTANCES.fetch_add(1, Ordering::Relaxed),
             registry,
             indexnow_batches_sent,
             indexnow_urls_sent,
@@ -404,10 +416,29 @@ impl Metrics {
         }
     }
 
+    /// Counts a request. Each thread keeps the counters it used last:
+    /// finding one in the family hashes its labels and takes a lock, which
+    /// every request paid.
     pub(crate) fn request(&self, route: &'static str, status: u16) {
-        self.requests
-            .get_or_create(&RequestLabels { route, status })
-            .inc();
+        thread_local! {
+            static RECENT: RefCell<Vec<KeptCounter>> = const { RefCell::new(Vec::new()) };
+        }
+        let key = (self.id, route, status);
+        RECENT.with_borrow_mut(|recent| {
+            if let Some((_, counter)) = recent.iter().find(|(kept, _)| *kept == key) {
+                counter.inc();
+                return;
+            }
+            let counter = self
+                .requests
+                .get_or_create(&RequestLabels { route, status })
+                .clone();
+            counter.inc();
+            if recent.len() >= RECENT_REQUEST_COUNTERS {
+                recent.remove(0);
+            }
+            recent.push((key, counter));
+        });
     }
 
     pub(crate) fn body_bytes(&self, route: &'static str, bytes: usize) {
@@ -694,7 +725,33 @@ pub(crate) fn route_of(path: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::route_of;
+    use super::{Metrics, RECENT_REQUEST_COUNTERS, RequestLabels, route_of};
+
+    #[test]
+    fn requests_are_counted_per_instance_past_the_counters_a_thread_keeps() {
+        let (first, second) = (Metrics::default(), Metrics::default());
+        let count = |metrics: &Metrics, status| {
+            metrics
+                .requests
+                .get_or_create(&RequestLabels {
+                    route: "/sitemap-N.xml.gz",
+                    status,
+                })
+                .get()
+        };
+        let statuses = 200..200 + 2 * RECENT_REQUEST_COUNTERS as u16;
+        for _ in 0..3 {
+            for status in statuses.clone() {
+                first.request("/sitemap-N.xml.gz", status);
+            }
+        }
+        second.request("/sitemap-N.xml.gz", 200);
+        for status in statuses {
+            assert_eq!(count(&first, status), 3, "status {status}");
+        }
+        assert_eq!(count(&second, 200), 1);
+        assert_eq!(count(&second, 201), 0);
+    }
 
     #[test]
     fn paths_map_to_few_labels() {
