@@ -12,12 +12,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
-use tower::ServiceExt;
 use tracing::Instrument;
 
 use super::connections::Answers;
@@ -100,11 +97,9 @@ async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -
                     .into_response()
             }
             None => {
-                let mut request = Request::from_parts(request, Body::new(body));
-                // Who is asking: the crawler ledger and the access log read it.
-                request.extensions_mut().insert(ConnectInfo(peer));
-                let routes = routes.oneshot(request);
-                routes.await.unwrap_or_else(|never| match never {})
+                routes
+                    .answer(Request::from_parts(request, body), peer)
+                    .await
             }
         };
         tracing::debug!(status = response.status().as_u16(), "answered");
