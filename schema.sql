@@ -2910,18 +2910,24 @@ CREATE FUNCTION public.sitemap_write_out_feed(after_id bigint, max_entries integ
                sum(cardinality(locs)) OVER (ORDER BY id) AS running
         FROM (SELECT id, locs FROM sitemap_change_stash
               WHERE id > after_id ORDER BY id LIMIT max_entries) s
+    ), chosen AS (
+        SELECT id, running - n AS before, running FROM next WHERE running - n < max_entries
+    ), block AS (
+        SELECT setval('sitemap_changes_seq_seq', nextval('sitemap_changes_seq_seq') + total - 1)
+               - total + 1 AS first
+        FROM (SELECT max(running) AS total FROM chosen) c
+        WHERE total IS NOT NULL
     ), taken AS (
-        DELETE FROM sitemap_change_stash c USING next
-        WHERE c.id = next.id AND next.running - next.n < max_entries
-        RETURNING c.id, c.site, c.change, c.committed_at, c.locs
+        DELETE FROM sitemap_change_stash c USING chosen
+        WHERE c.id = chosen.id
+        RETURNING c.site, c.change, c.committed_at, c.locs, chosen.before
     ), written AS (
-        INSERT INTO sitemap_changes (site, loc, change, committed_at)
-        SELECT t.site, l.loc, t.change, t.committed_at
-        FROM taken t CROSS JOIN LATERAL unnest(t.locs) WITH ORDINALITY AS l(loc, n)
-        ORDER BY t.id, l.n
-        RETURNING 1
+        INSERT INTO sitemap_changes (seq, site, loc, change, committed_at) OVERRIDING SYSTEM VALUE
+        SELECT b.first + t.before + l.n - 1, t.site, l.loc, t.change, t.committed_at
+        FROM block b CROSS JOIN taken t
+        CROSS JOIN LATERAL unnest(t.locs) WITH ORDINALITY AS l(loc, n)
     )
-    SELECT (SELECT count(*) FROM written), (SELECT max(id) FROM taken)
+    SELECT coalesce(max(running), 0), max(id) FROM chosen
 $$;
 
 
@@ -2929,7 +2935,7 @@ $$;
 -- Name: FUNCTION sitemap_write_out_feed(after_id bigint, max_entries integer, OUT entries bigint, OUT through_id bigint); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_write_out_feed(after_id bigint, max_entries integer, OUT entries bigint, OUT through_id bigint) IS 'Writes the rows of sitemap_change_stash after after_id out to sitemap_changes, in order, oldest first, up to max_entries entries (one row at least); returns how many entries, and the last row written (null when none was), after which the next call goes on. Run by one writer at a time (it locks sitemap_feed_writer first): all of it or none, never ahead of an older row.';
+COMMENT ON FUNCTION public.sitemap_write_out_feed(after_id bigint, max_entries integer, OUT entries bigint, OUT through_id bigint) IS 'Writes the rows of sitemap_change_stash after after_id out to sitemap_changes, in order, oldest first, up to max_entries entries (one row at least); returns how many entries, and the last row written (null when none was), after which the next call goes on. The entries take one block of seqs, reserved at once, in the order of their kept rows and of the locs in each. Run by one writer at a time (it locks sitemap_feed_writer first): all of it or none, never ahead of an older row.';
 
 
 --

@@ -788,10 +788,19 @@ async fn a_large_folds_feed_entries_are_written_out_in_fold_order(pool: PgPool) 
     );
     assert_eq!(write_out().await, Some(0));
 
-    // With nothing kept, a small fold writes its entries itself.
+    // With nothing kept, a small fold writes its entries itself, after
+    // the block of seqs the written-out entries took.
     insert_rows(&pool, "small-2/", 1).await;
     assert_eq!(fold_on(&mut folder).await, 1);
-    assert_eq!(feed(pool.clone()).await.len(), 12_003);
+    let written = feed(pool.clone()).await;
+    assert_eq!(written.len(), 12_003);
+    assert_eq!(written[12_002].1, format!("{BASE_URL}small-2/1"));
+    let (entries, span): (i64, i64) =
+        sqlx::query_as("SELECT count(*), max(seq) - min(seq) + 1 FROM sitemap_changes")
+            .fetch_one(&pool)
+            .await
+            .expect("seqs");
+    assert_eq!(entries, span, "seqs without a gap");
 }
 
 /// Runs, the URLs they hold, and rows placed alone.
