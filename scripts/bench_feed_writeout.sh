@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The feed's writer alone, builds side by side: ENTRIES feed entries kept
 # as a large fold keeps them (rows of 10,000 locs of one site), written out
-# to sitemap_changes by each build's sitemap_write_out_feed() the way the
-# service calls it (transactions of at most 100,000 entries, each taking
-# the writer's lock, each going on after the last row written). Each run
-# fills the kept entries again and alternates between the builds; prints
-# each run's seconds, the medians, and each build's rate against the first
-# build's. Checks every run: all entries written, their seqs without a
-# gap, in the order of the locs.
+# to sitemap_changes by each build's `fold` command, which has nothing to
+# fold and then writes the kept entries out as the service's writer does;
+# timed as the command reports the write-out. Each run fills the kept
+# entries again and alternates between the builds; prints each run's
+# seconds, the medians, and each build's rate against the first build's.
+# Checks every run: all entries written, their seqs without a gap, in the
+# order of the locs.
 #
 #   scripts/bench_feed_writeout.sh [--entries N] [--runs N] BINARY...
 #
@@ -61,19 +61,11 @@ CHECKPOINT;
 SQL
 }
 
+# Build $1's write-out of database $2's kept entries: prints its seconds.
 write_out() {
-    local after=0 through
-    while :; do
-        through=$(psql -qAtX "$pg_base/$1" <<SQL | tail -n 1
-BEGIN;
-SELECT true FROM sitemap_feed_writer FOR UPDATE;
-SELECT coalesce(through_id::text, '') FROM sitemap_write_out_feed($after, 100000);
-COMMIT;
-SQL
-        )
-        [[ -z $through ]] && return
-        after=$through
-    done
+    DATABASE_URL="$pg_base/$2" SITEMAPD_BASE_URL=https://www.example.com/ \
+        "${binaries[$1]}" fold 2>/dev/null |
+        awk '$1 == "wrote" { print $(NF - 1) }'
 }
 
 check() {
@@ -95,11 +87,8 @@ for ((run = 1; run <= runs; run++)); do
     for i in "${!binaries[@]}"; do
         db=sitemapd_feed_writeout_$((i + 1))
         fill "$db"
-        start=$(date +%s.%N)
-        write_out "$db"
-        end=$(date +%s.%N)
+        seconds=$(write_out "$i" "$db")
         check "$db" "$i"
-        seconds=$(echo "$end - $start" | bc)
         echo "run $run build $((i + 1)) $seconds" | tee -a "$work/times"
     done
 done
