@@ -860,7 +860,7 @@ BEGIN
     -- rows in runs that this fold removes, or finds changed
     IF to_regclass('pg_temp.sitemap_fold_in_runs') IS NULL THEN
         CREATE TEMP TABLE sitemap_fold_in_runs (
-            id bigint PRIMARY KEY,
+            id bigint NOT NULL,
             -- where the run placed it
             site text NOT NULL,
             section text NOT NULL,

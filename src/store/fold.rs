@@ -250,8 +250,15 @@ impl Store {
 pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<FoldBatch, Error> {
     // A batch's sorts stay in memory, and compiling the plans (their
     // estimates look huge) costs more than it saves (measured on 200,000
-    // new rows: 8.9 s with both as they default, 5.9 s without).
-    for setting in ["SET LOCAL work_mem = '64MB'", "SET LOCAL jit = off"] {
+    // new rows: 8.9 s with both as they default, 5.9 s without). The
+    // batch's working tables are analyzed from a sample of 3,000 rows, not
+    // 30,000: enough for their joins' plans, and a fold of 150,000 rows
+    // analyzed in 18 ms instead of 66–83.
+    for setting in [
+        "SET LOCAL work_mem = '64MB'",
+        "SET LOCAL jit = off",
+        "SET LOCAL default_statistics_target = 10",
+    ] {
         sqlx::query(setting).execute(&mut *conn).await?;
     }
     // Sites created or moved since the last fold: their rows left out, or
