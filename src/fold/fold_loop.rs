@@ -17,12 +17,6 @@
 //! meanwhile), and keeps the change feed bounded: it prunes what is past the
 //! retention and vacuums the feed when pruning has left enough dead entries,
 //! so their space is written again even where autovacuum is off.
-//!
-//! While folds place a backlog, the write-out waits for the backlog's end,
-//! or for [`WRITE_OUT_DURING_BACKLOG`] rows folded, whichever comes first:
-//! pages first, the feed after. Beside the folds it took the cores they
-//! need (on two cores, 1M new rows were placed in 10.9 s with the write-out
-//! beside them, 8.8 s with it after).
 
 use std::time::Duration;
 
@@ -34,11 +28,6 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// How long to wait after a failed fold before the next try, at most.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-
-/// Rows a backlog's folds may leave kept before the write-out runs beside
-/// them: what the feed may lag by, and the kept entries' space (8.2 MB
-/// for 150,000 locs of about 50 bytes).
-const WRITE_OUT_DURING_BACKLOG: u64 = 1_000_000;
 
 /// What the loop needs.
 #[derive(Debug, Clone)]
@@ -63,8 +52,6 @@ impl Folder {
         let mut backoff = self.interval;
         let mut pace = Pace::new(self.batch_time, self.batch_rows);
         let mut backlog = false;
-        // rows folded since the last write-out began
-        let mut unwritten: u64 = 0;
         loop {
             if !backlog {
                 ticker.tick().await;
@@ -75,7 +62,6 @@ impl Folder {
                     backoff = self.interval;
                     backlog = !batch.caught_up;
                     pace.record(batch.folded, started.elapsed());
-                    unwritten = unwritten.saturating_add(batch.folded);
                     if batch.folded > 0 {
                         tracing::debug!(rows = batch.folded, "folded changes into pages");
                     }
@@ -89,9 +75,7 @@ impl Folder {
                     continue;
                 }
             }
-            let due = !backlog || unwritten >= WRITE_OUT_DURING_BACKLOG;
-            if due && writing_out.as_ref().is_none_or(|task| task.is_finished()) {
-                unwritten = 0;
+            if writing_out.as_ref().is_none_or(|task| task.is_finished()) {
                 let store = self.store.clone();
                 writing_out = Some(tokio::spawn(async move {
                     match store.write_out_feed(Turn::Skip).await {
