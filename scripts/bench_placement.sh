@@ -10,7 +10,9 @@
 #   delete:  every row deleted.
 # Each is timed from its commit until the folds have placed it (the fold
 # state's snapshot sees the transaction), polled every 0.1 s, and checked
-# against the summaries' count. Prints each change's time, rows/s and the
+# against the summaries' count; then, as `CHANGE+feed`, until the feed has
+# it too (no kept entry is left to write out), which each change waits for
+# before the next is committed. Prints each change's times, rows/s and the
 # server's peak RSS (VmHWM) over all four, then the medians; the builds
 # given alternate within each run.
 #
@@ -69,14 +71,24 @@ placed_after() {
     done
     echo "$(now) - $since" | bc
 }
+# Waits until no kept feed entry is left to write out.
+written_out() {
+    until [[ $(psql -qAt "$DATABASE_URL" -c \
+        "SELECT NOT EXISTS (SELECT 1 FROM sitemap_change_stash)") == t ]]; do
+        sleep 0.1
+    done
+}
 # CHANGE, the rows listed once it is placed, the statements.
 change() {
-    local name=$1 expect=$2 xid seconds
+    local name=$1 expect=$2 xid since seconds
     [[ " $shapes " == *" $name "* ]] || { cat >/dev/null; return; }
     xid=$(commit)
+    since=$(now)
     seconds=$(placed_after "$xid")
     (($(listed) == expect)) || { echo "$name: $(listed) rows listed, not $expect" >&2; exit 1; }
     echo "$binary $name $seconds" | tee -a "$work/runs"
+    written_out
+    echo "$binary $name+feed $(echo "$(now) - $since" | bc)" | tee -a "$work/runs"
 }
 
 for ((run = 1; run <= runs; run++)); do
