@@ -831,6 +831,8 @@ DECLARE
     any_cluster boolean;
     -- its feed entries go to the stash (see above)
     stashing boolean := EXISTS (SELECT 1 FROM sitemap_change_stash);
+    -- the caller's enable_sort, restored after the statements that hash
+    sorting text := current_setting('enable_sort');
 BEGIN
     IF current_setting('transaction_isolation') <> 'repeatable read' THEN
         RAISE EXCEPTION 'sitemap_fold_begin() needs a REPEATABLE READ transaction';
@@ -1052,6 +1054,9 @@ BEGIN
     CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
     WHERE t.partly AND NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = m.id)
     GROUP BY t.run, t.site, t.section, t.page;
+    -- The rows in runs fall in few groups (sites, blocks of ids, pages):
+    -- hashed, not sorted whole.
+    PERFORM set_config('enable_sort', 'off', true);
     WITH announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'removed', seen FROM sitemap_fold_in_runs WHERE NOT stashing
@@ -1067,6 +1072,7 @@ BEGIN
     INSERT INTO sitemap_fold_page_deltas
     SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
     FROM sitemap_fold_in_runs GROUP BY site, section, page;
+    PERFORM set_config('enable_sort', sorting, true);
     WITH taken AS (
         SELECT id, site, loc FROM sitemap_fold_removals WHERE id IS NOT NULL
     ), dropped AS (
@@ -1298,6 +1304,7 @@ BEGIN
 
     -- Rows changed where their run holds them: news, and their pages'
     -- lastmod moves.
+    PERFORM set_config('enable_sort', 'off', true);
     WITH announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'updated', seen FROM sitemap_fold_in_runs WHERE fate = 'kept' AND NOT stashing
@@ -1314,6 +1321,7 @@ BEGIN
     INSERT INTO sitemap_fold_page_deltas
     SELECT site, section, page, 0, 0, 0, 0, 0, count(*), false
     FROM sitemap_fold_in_runs WHERE fate = 'kept' GROUP BY site, section, page;
+    PERFORM set_config('enable_sort', sorting, true);
 
     INSERT INTO sitemap_fold_pass VALUES (pass_snapshot, pass_done, seen, stashing);
     INSERT INTO sitemap_fold_lane VALUES (CASE WHEN lane THEN current_snapshot END, pass_placed_through);
