@@ -814,6 +814,9 @@ DECLARE
     -- removals this fold takes, and whether it may leave some (see above)
     removals bigint;
     more_removals boolean;
+    -- the ids they span, when they are many
+    lowest_removed bigint;
+    highest_removed bigint;
     newest_placed bigint := greatest((SELECT max(id) FROM sitemap_placements),
                                      (SELECT max(last_id) FROM sitemap_placement_runs));
     -- the newest row placed when the pass began: no row the pass reads was
@@ -859,7 +862,7 @@ BEGIN
 
     -- Working tables, kept by the connection between folds (emptied at
     -- each commit), so frequent folds do not churn the catalog.
-    -- rows in runs that this fold removes, or finds changed
+    -- rows in runs that this fold finds changed
     IF to_regclass('pg_temp.sitemap_fold_in_runs') IS NULL THEN
         CREATE TEMP TABLE sitemap_fold_in_runs (
             id bigint NOT NULL,
@@ -869,9 +872,8 @@ BEGIN
             page integer NOT NULL,
             bytes integer NOT NULL,
             loc text NOT NULL,
-            -- 'gone' (deleted, or renamed before this batch), 'moved' (now
-            -- another URL), 'kept' (its entry as placed: it stays), or
-            -- 'changed' (placed alone from here on)
+            -- 'moved' (now another URL), 'kept' (its entry as placed: it
+            -- stays), or 'changed' (placed alone from here on)
             fate text NOT NULL
         ) ON COMMIT DELETE ROWS;
     END IF;
@@ -1007,6 +1009,7 @@ BEGIN
     UPDATE sitemap_fold_state SET removals_left = more_removals;
     IF removals > 10000 THEN
         ANALYZE sitemap_fold_removals;
+        SELECT min(id), max(id) INTO lowest_removed, highest_removed FROM sitemap_fold_removals;
     END IF;
     batch_room := max_rows - removals;
 
@@ -1029,16 +1032,26 @@ BEGIN
     -- and only the runs they leave partly are taken apart and written
     -- again without them. The statement after it takes the ones placed
     -- alone.
+    -- Few removals find their runs by id, one probe each; many read the
+    -- runs over their ids once and join them to the removals, one hash of
+    -- them (not two, as sitemap_run_members and a join with its result
+    -- make). Their feed entries and page deltas come from the same
+    -- statement, not noted on the way.
     -- A URL renamed away twice has two removals: one is kept, as a sort
     -- of the batch costs less than inserting it with ON CONFLICT.
     WITH gone AS MATERIALIZED (
         SELECT DISTINCT ON (h.id) h.run, h.id, h.site, h.section, h.page, h.bytes, r.loc
-        FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_removals WHERE id IS NOT NULL)) h
+        FROM (SELECT m.run, m.id, m.site, m.section, m.page, m.loc_hash, m.bytes
+              FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_removals WHERE id IS NOT NULL)) m
+              WHERE removals <= 10000
+              UNION ALL
+              SELECT k.run, m.id, k.site, k.section, k.page, m.loc_hash, m.bytes
+              FROM sitemap_placement_runs k
+              CROSS JOIN LATERAL unnest(k.ids, k.loc_hashes, k.bytes) AS m(id, loc_hash, bytes)
+              WHERE removals > 10000
+                AND k.last_id >= lowest_removed AND k.first_id <= highest_removed) h
         JOIN sitemap_fold_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
         ORDER BY h.id
-    ), noted AS (
-        INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
-        SELECT id, site, section, page, bytes, loc, 'gone' FROM gone
     ), leaving AS (
         SELECT run, count(*) AS members FROM gone GROUP BY run
     ), taken AS (
@@ -1046,33 +1059,29 @@ BEGIN
         WHERE r.run = l.run
         RETURNING r.run, r.site, r.section, r.page, r.ids, r.loc_hashes, r.bytes,
                   cardinality(r.ids) > l.members AS partly
-    )
-    INSERT INTO sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
-    SELECT t.site, t.section, t.page, min(m.id), max(m.id),
-           array_agg(m.id ORDER BY m.id), array_agg(m.loc_hash ORDER BY m.id), array_agg(m.bytes ORDER BY m.id)
-    FROM taken t
-    CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
-    WHERE t.partly AND NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = m.id)
-    GROUP BY t.run, t.site, t.section, t.page;
-    -- The rows in runs fall in few groups (sites, blocks of ids, pages):
-    -- hashed, not sorted whole.
-    PERFORM set_config('enable_sort', 'off', true);
-    WITH announced AS (
+    ), rewritten AS (
+        INSERT INTO sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
+        SELECT t.site, t.section, t.page, min(m.id), max(m.id),
+               array_agg(m.id ORDER BY m.id), array_agg(m.loc_hash ORDER BY m.id), array_agg(m.bytes ORDER BY m.id)
+        FROM taken t
+        CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
+        WHERE t.partly AND NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = m.id)
+        GROUP BY t.run, t.site, t.section, t.page
+    ), announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
-        SELECT site, loc, 'removed', seen FROM sitemap_fold_in_runs WHERE NOT stashing
+        SELECT site, loc, 'removed', seen FROM gone WHERE NOT stashing
     ), kept AS (
         INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
         SELECT e.site, 'removed', seen, array_agg(e.loc)
-        FROM sitemap_fold_in_runs e
-        JOIN (SELECT site, count(*) > 10000 AS many FROM sitemap_fold_in_runs GROUP BY site) c
+        FROM gone e
+        JOIN (SELECT site, count(*) > 10000 AS many FROM gone GROUP BY site) c
             ON c.site = e.site
         WHERE stashing
         GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
     )
     INSERT INTO sitemap_fold_page_deltas
     SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
-    FROM sitemap_fold_in_runs GROUP BY site, section, page;
-    PERFORM set_config('enable_sort', sorting, true);
+    FROM gone GROUP BY site, section, page;
     WITH taken AS (
         SELECT id, site, loc FROM sitemap_fold_removals WHERE id IS NOT NULL
     ), dropped AS (

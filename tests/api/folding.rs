@@ -722,6 +722,74 @@ async fn removals_take_whole_runs_and_leave_the_rest_of_a_run_in_order(pool: PgP
     check_invariants(&app, MAX_URLS).await;
 }
 
+/// More removals than a fold finds by id (over 10,000) are joined to the
+/// runs over their ids: each run they leave partly keeps the rest in order,
+/// a row placed alone leaves too, and a URL renamed away twice leaves once.
+#[sqlx::test]
+async fn many_removals_leave_their_runs_once_and_in_order(pool: PgPool) {
+    const MAX_URLS: i64 = 500;
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = MAX_URLS as u32).await;
+    app.insert_urls("", "bulk/", 12_000).await;
+    let loc = |n: u32| format!("{BASE_URL}bulk/{n}");
+    exec(
+        &app.pool,
+        &format!(
+            "UPDATE sitemap_urls SET images = '[{{\"loc\": \"https://cdn.example.net/7.jpg\"}}]'
+             WHERE loc = '{}'",
+            loc(7)
+        ),
+    )
+    .await;
+    app.fold().await;
+    assert_eq!(placement_shape(&app.pool).await.2, 1, "7 placed alone");
+
+    // Every row but each tenth (7 among them), and 250 renamed away twice:
+    // 10,801 removals in one fold.
+    let renamed = loc(250);
+    exec(
+        &app.pool,
+        &format!(
+            "DELETE FROM sitemap_urls WHERE split_part(loc, '/', 5)::int % 10 <> 0;
+             UPDATE sitemap_urls SET loc = '{renamed}-b' WHERE loc = '{renamed}';
+             UPDATE sitemap_urls SET loc = '{renamed}' WHERE loc = '{renamed}-b';
+             UPDATE sitemap_urls SET loc = '{renamed}-c' WHERE loc = '{renamed}'"
+        ),
+    )
+    .await;
+    app.fold().await;
+
+    let runs: Vec<(i64, i64, Vec<i64>)> =
+        sqlx::query_as("SELECT first_id, last_id, ids FROM sitemap_placement_runs")
+            .fetch_all(&app.pool)
+            .await
+            .expect("runs");
+    assert!(runs.iter().all(|(first, last, ids)| {
+        ids.windows(2).all(|pair| pair[0] < pair[1])
+            && ids.first() == Some(first)
+            && ids.last() == Some(last)
+    }));
+    let mut in_runs: Vec<i64> = runs.into_iter().flat_map(|run| run.2).collect();
+    in_runs.sort_unstable();
+    let kept: Vec<i64> = sqlx::query_scalar("SELECT id FROM sitemap_urls ORDER BY id")
+        .fetch_all(&app.pool)
+        .await
+        .expect("rows");
+    assert_eq!(kept.len(), 1_200);
+    assert_eq!(in_runs, kept, "each tenth row, and 250 placed again");
+    assert_eq!(placement_shape(&app.pool).await.2, 0, "7 left its place");
+
+    let removed: (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT loc), count(*) FILTER (WHERE loc = $1)
+         FROM sitemap_changes WHERE change = 'removed'",
+    )
+    .bind(&renamed)
+    .fetch_one(&app.pool)
+    .await
+    .expect("feed");
+    assert_eq!(removed, (10_801, 10_801, 1), "each URL that left, once");
+    check_invariants(&app, MAX_URLS).await;
+}
+
 /// A fold of many rows keeps its feed entries for the service to write out
 /// apart from the folds; while any are kept, later folds keep theirs after
 /// them, so the feed, written out, is in fold order. One writer at a time.
