@@ -1006,6 +1006,8 @@ BEGIN
     END IF;
     GET DIAGNOSTICS removals = ROW_COUNT;
     more_removals := coalesce(removals >= max_rows, false);
+    -- many removals keep their entries, as many rows read do (below)
+    stashing := stashing OR removals >= 10000;
     UPDATE sitemap_fold_state SET removals_left = more_removals;
     IF removals > 10000 THEN
         ANALYZE sitemap_fold_removals;
@@ -3017,7 +3019,7 @@ ALTER TABLE ONLY public.sitemap_change_stash ALTER COLUMN locs SET STORAGE EXTER
 -- Name: TABLE sitemap_change_stash; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.sitemap_change_stash IS 'Feed entries a fold of many rows kept for the service to write out apart, so the fold''s transaction stays short: locs[i] is one entry, written to sitemap_changes in (id, i) order by sitemap_write_out_feed. While any are kept, every fold keeps its entries here too, so the feed stays in fold order.';
+COMMENT ON TABLE public.sitemap_change_stash IS 'Feed entries a fold of many rows or many removals (10,000 or more) kept for the service to write out apart, so the fold''s transaction stays short: locs[i] is one entry, written to sitemap_changes in (id, i) order by sitemap_write_out_feed. While any are kept, every fold keeps its entries here too, so the feed stays in fold order.';
 
 
 --
