@@ -701,7 +701,11 @@ pub(crate) mod routes {
 /// The route template a request path belongs to, as a label: a handful of
 /// values, never the raw path.
 pub(crate) fn route_of(path: &str) -> &'static str {
-    let file = path.rsplit('/').next().unwrap_or_default();
+    // By bytes: a `str` search for one character costs every request more.
+    let file = match path.bytes().rposition(|b| b == b'/') {
+        Some(slash) => &path[slash + 1..],
+        None => path,
+    };
     match path {
         "/healthz" => "/healthz",
         "/readyz" => "/readyz",

@@ -88,15 +88,15 @@ async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -
     let response = async {
         let (request, body) = request.into_parts();
         let asked = fetches::Asked::of(&state, &request, peer);
-        let response = match host::host_problem(request.version, &request.headers) {
-            Some(problem) => bad_host(problem),
+        let response = match host::request_host(request.version, &request.headers, &request.uri) {
+            Err(problem) => bad_host(problem),
             // A `HEAD` goes through the router, which frames its answer.
-            None if files && request.method == Method::GET && !routed(route) => {
-                sitemaps::answer(&state, &request, peer)
+            Ok(host) if files && request.method == Method::GET && !routed(route) => {
+                sitemaps::answer(&state, &request, host.as_deref(), peer)
                     .await
                     .into_response()
             }
-            None => {
+            Ok(_) => {
                 routes
                     .answer(Request::from_parts(request, body), peer)
                     .await

@@ -50,23 +50,28 @@ pub(super) async fn dispatch(
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |info| info.0);
-    answer(&state, &request, peer).await
+    // The pipeline refused a request whose `Host` is wrong before routing it.
+    let host = request_host(request.version, &request.headers, &request.uri)
+        .ok()
+        .flatten();
+    answer(&state, &request, host.as_deref(), peer).await
 }
 
-/// Every request that is not a health check: routed to a site by `Host` and
-/// path, then to its index, one of its pages, or the host's robots.txt. The
-/// path is used raw, not percent-decoded, so each document has one URL.
+/// Every request that is not a health check: routed to a site by `host`
+/// (the request's, see `host::request_host`) and path, then to its index,
+/// one of its pages, or the host's robots.txt. The path is used raw, not
+/// percent-decoded, so each document has one URL.
 pub(super) async fn answer(
     state: &HttpState,
     request: &Parts,
+    host: Option<&str>,
     peer: SocketAddr,
 ) -> Result<Response, HttpError> {
     let (method, headers, uri) = (&request.method, &request.headers, &request.uri);
     if method != Method::GET && method != Method::HEAD {
         return Err(HttpError::MethodNotAllowed);
     }
-    let host = request_host(headers, uri);
-    let on_host = state.sites.on_host(host.as_deref()).await?;
+    let on_host = state.sites.on_host(host).await?;
     // What a `304` does not take is boxed: the future of every request is
     // as large as its largest branch, and is moved whole.
     if uri.path() == routes::ROBOTS {

@@ -121,6 +121,10 @@ impl HostSites {
     /// root of a host with a site of that key, or `{key}.txt` under the
     /// base path of the site of that key.
     pub(crate) fn indexnow_key<'a>(&'a self, path: &'a str) -> Option<&'a str> {
+        // Asked of every request, most of which are not for a `.txt` file.
+        if !path.ends_with(".txt") {
+            return None;
+        }
         let file = path.rsplit('/').next()?;
         let key = file.strip_suffix(".txt")?;
         let at_root = path.len() == file.len() + 1;

@@ -59,8 +59,9 @@ impl PageName {
                 Encoding::Plain,
             )
         };
-        let (section, number) = match stem.rsplit_once('-') {
-            Some((section, number)) if is_section_slug(section) => (section, number),
+        // By bytes: a `str` search for one character costs every request more.
+        let (section, number) = match stem.bytes().rposition(|b| b == b'-') {
+            Some(dash) if is_section_slug(&stem[..dash]) => (&stem[..dash], &stem[dash + 1..]),
             Some(_) => return None,
             None => ("", stem),
         };
