@@ -93,21 +93,15 @@ impl Validators {
 /// and `format!` with its hex formatting of a `u128` was a twentieth of a
 /// `304`'s time.
 fn entity_tag(version: u128, variant: &[&str]) -> HeaderValue {
-    let (high, low) = ((version >> 64) as u64, version as u64);
-    let digits = match high {
-        0 => hex_digits(low).max(1),
-        _ => hex_digits(high) + 16,
-    };
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = (128 - version.leading_zeros()).div_ceil(4).max(1) as usize;
     // Exactly as long as the tag: `Bytes` takes a full vector as it is,
     // where one with room to spare costs it another allocation.
     let len = 2 + digits + variant.iter().map(|part| part.len() + 1).sum::<usize>();
     let mut tag = Vec::with_capacity(len);
     tag.push(b'"');
-    if high == 0 {
-        push_hex(&mut tag, low, digits);
-    } else {
-        push_hex(&mut tag, high, hex_digits(high));
-        push_hex(&mut tag, low, 16);
+    for digit in (0..digits).rev() {
+        tag.push(HEX[((version >> (digit * 4)) & 0xf) as usize]);
     }
     for part in variant {
         tag.push(b'-');
@@ -116,19 +110,6 @@ fn entity_tag(version: u128, variant: &[&str]) -> HeaderValue {
     tag.push(b'"');
     HeaderValue::from_maybe_shared(bytes::Bytes::from(tag))
         .expect("hex digits and slugs make a valid header")
-}
-
-/// How many hex digits `value` takes, none for zero.
-fn hex_digits(value: u64) -> usize {
-    (64 - value.leading_zeros()).div_ceil(4) as usize
-}
-
-/// The last `digits` hex digits of `value`, most significant first.
-fn push_hex(tag: &mut Vec<u8>, value: u64, digits: usize) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for digit in (0..digits).rev() {
-        tag.push(HEX[((value >> (digit * 4)) & 0xf) as usize]);
-    }
 }
 
 /// `at` as an HTTP date. Each thread keeps the last it wrote: the `304`s of
