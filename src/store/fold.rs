@@ -439,24 +439,33 @@ async fn read_unplaced(
         .copy_out_raw(
             // A NULL costs the stream no call of a type's send function:
             // counts of none are sent as NULL.
+            //
+            // Windows, audit findings and robots judges are rare: each is
+            // looked up per row only when the tables hold one at all,
+            // which is asked once (an init plan). Joined, each was an
+            // index probe per row: 105 of 220 ms for 80,000 new rows.
             "COPY (SELECT u.id, u.site, u.section, u.loc_hash, u.bytes, nullif(u.images, 0),
                           nullif(u.videos, 0), nullif(u.alternates, 0), u.cluster,
                           coalesce(u.skip_reason,
-                                   sitemap_window_reason(w.visible_from, w.visible_until, now()),
-                                   CASE WHEN k.site IS NOT NULL THEN
-                                       (SELECT 'audit: ' || a.finding FROM sitemap_audits a
-                                        WHERE a.id = u.id AND a.loc = u.loc
-                                          AND a.finding = ANY (k.leave_out))
+                                   CASE WHEN (SELECT EXISTS (SELECT 1 FROM sitemap_urls
+                                                             WHERE visible_from IS NOT NULL
+                                                                OR visible_until IS NOT NULL)) THEN
+                                       (SELECT sitemap_window_reason(w.visible_from, w.visible_until, now())
+                                        FROM sitemap_urls w
+                                        -- through the windows' partial indexes
+                                        WHERE w.id = u.id
+                                          AND (w.visible_from IS NOT NULL OR w.visible_until IS NOT NULL))
+                                   END,
+                                   -- the sites that leave audit findings out
+                                   CASE WHEN (SELECT EXISTS (SELECT 1 FROM sitemap_fold_audited)) THEN
+                                       (SELECT 'audit: ' || a.finding
+                                        FROM sitemap_fold_audited k
+                                        JOIN sitemap_audits a ON a.finding = ANY (k.leave_out)
+                                        WHERE k.site = u.site AND a.id = u.id AND a.loc = u.loc)
                                    END),
-                          CASE WHEN j.site IS NOT NULL THEN u.loc END
-                   FROM sitemap_fold_unplaced u
-                   LEFT JOIN sitemap_fold_judged j ON j.site = u.site
-                   -- the sites that leave audit findings out
-                   LEFT JOIN sitemap_fold_audited k ON k.site = u.site
-                   -- the rows with a window, through their partial indexes
-                   LEFT JOIN (SELECT id, visible_from, visible_until FROM sitemap_urls
-                              WHERE visible_from IS NOT NULL OR visible_until IS NOT NULL) w
-                       ON w.id = u.id) TO STDOUT (FORMAT binary)",
+                          CASE WHEN u.site = ANY (ARRAY(SELECT site FROM sitemap_fold_judged))
+                              THEN u.loc END
+                   FROM sitemap_fold_unplaced u) TO STDOUT (FORMAT binary)",
         )
         .await?;
     while let Some(chunk) = stream.next().await {
