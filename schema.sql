@@ -718,50 +718,6 @@ COMMENT ON FUNCTION public.sitemap_explode(wanted bigint[], place_alone boolean)
 
 
 --
--- Name: sitemap_fold_announce(bigint[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.sitemap_fold_announce(skipped bigint[]) RETURNS void
-    LANGUAGE plpgsql
-    SET jit TO 'off'
-    SET enable_seqscan TO 'off'
-    SET enable_mergejoin TO 'off'
-    SET enable_sort TO 'off'
-    AS $$
-DECLARE
-    pass record;
-BEGIN
-    SELECT * INTO pass FROM sitemap_fold_pass;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'sitemap_fold_announce(): no fold began in this transaction';
-    END IF;
-    IF pass.stashing THEN
-        WITH added AS MATERIALIZED (
-            SELECT id, site, loc FROM sitemap_fold_unplaced
-            WHERE NOT replaced AND id NOT IN (SELECT unnest(skipped))
-        ), sites AS (
-            SELECT site, count(*) > 10000 AS many FROM added GROUP BY site
-        )
-        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT a.site, 'added', pass.seen, array_agg(a.loc)
-        FROM added a JOIN sites s ON s.site = a.site
-        GROUP BY a.site, CASE WHEN s.many THEN a.id / 10000 END ORDER BY min(a.id);
-    ELSE
-        INSERT INTO sitemap_changes (site, loc, change, committed_at)
-        SELECT site, loc, 'added', pass.seen FROM sitemap_fold_unplaced
-        WHERE NOT replaced AND id NOT IN (SELECT unnest(skipped));
-    END IF;
-END $$;
-
-
---
--- Name: FUNCTION sitemap_fold_announce(skipped bigint[]); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.sitemap_fold_announce(skipped bigint[]) IS 'Step 3 of a fold: the ''added'' feed entries, for every row of sitemap_fold_unplaced but those skipped (left out) or placed again. Runs before the placements are written, which take rows out of sitemap_fold_unplaced; grouped by hashing rather than sorting. A fold of 10,000 rows or more, or one that finds entries kept, keeps them in sitemap_change_stash: a row per site, or per 10,000 ids for a site with more than 10,000.';
-
-
---
 -- Name: sitemap_fold_audit_sites(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1435,7 +1391,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_end(OUT folded bigint, OUT caught_up boolean); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) IS 'Step 4 of a fold: adds the page deltas to the summaries (sitemap_apply_deltas) and records how far the pass has read, or the lane folded (nothing, for a fold of removals only). Returns how many rows the fold placed, changed in place or took off a page, and whether it caught up: its pass is done, no removal is left and no row waits to be placed again.';
+COMMENT ON FUNCTION public.sitemap_fold_end(OUT folded bigint, OUT caught_up boolean) IS 'The last step of a fold: adds the page deltas to the summaries (sitemap_apply_deltas) and records how far the pass has read, or the lane folded (nothing, for a fold of removals only). Returns how many rows the fold placed, changed in place or took off a page, and whether it caught up: its pass is done, no removal is left and no row waits to be placed again.';
 
 
 --

@@ -1,8 +1,9 @@
 //! PostgreSQL's binary `COPY` format, for the few column types a fold moves
-//! in bulk: `bigint`, `integer`, `text`, and one-dimensional
-//! arrays of the first two.
+//! in bulk: `bigint`, `integer`, `boolean`, `text`, `timestamptz`, and
+//! one-dimensional arrays of `bigint`, `integer` and `text`.
 //!
-//! A fold streams a million rows out and tens of thousands of runs back in;
+//! A fold streams a million rows out and tens of thousands of runs and its
+//! feed entries back in;
 //! the binary format costs neither side any parsing of numbers or escaping
 //! of text. The layout (sql-copy.html, "Binary Format"): a signature, flags
 //! and a header extension; then per tuple a 16-bit field count and, per
@@ -19,6 +20,10 @@ const HEADER_BYTES: usize = SIGNATURE.len() + 4 + 4;
 
 const INT8_OID: i32 = 20;
 const INT4_OID: i32 = 23;
+const TEXT_OID: i32 = 25;
+
+/// Where `timestamptz`'s microseconds count from.
+const POSTGRES_EPOCH: time::OffsetDateTime = time::macros::datetime!(2000-01-01 0:00 UTC);
 
 /// The `COPY` stream was not what the statement's columns promise.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +162,10 @@ impl Tuple {
             .transpose()
     }
 
+    pub(super) fn bool(&self, column: &str) -> Result<bool, FormatError> {
+        self.value::<1>(column).map(|[byte]| byte != 0)
+    }
+
     pub(super) fn str(&self, column: &str) -> Result<&str, FormatError> {
         self.optional_str(column)?
             .ok_or_else(|| malformed(format!("{column} is NULL")))
@@ -278,6 +287,12 @@ impl Writer {
         }
     }
 
+    /// A `timestamptz`, to the microsecond.
+    pub(super) fn timestamptz(&mut self, at: time::OffsetDateTime) -> &mut Self {
+        let micros = (at - POSTGRES_EPOCH).whole_microseconds();
+        self.int8(i64::try_from(micros).expect("a time within PostgreSQL's range"))
+    }
+
     fn null(&mut self) -> &mut Self {
         self.field();
         self.buffer.put_i32(-1);
@@ -287,7 +302,8 @@ impl Writer {
     /// An array of `values`, which are gone over twice: counted, then
     /// written.
     pub(super) fn int8_array(&mut self, values: impl Iterator<Item = i64> + Clone) -> &mut Self {
-        self.array_header(INT8_OID, values.clone().count(), 8);
+        let count = values.clone().count();
+        self.array_header(INT8_OID, count, count * 8);
         for value in values {
             self.buffer.put_i32(8);
             self.buffer.put_i64(value);
@@ -296,7 +312,8 @@ impl Writer {
     }
 
     pub(super) fn int4_array(&mut self, values: impl Iterator<Item = i32> + Clone) -> &mut Self {
-        self.array_header(INT4_OID, values.clone().count(), 4);
+        let count = values.clone().count();
+        self.array_header(INT4_OID, count, count * 4);
         for value in values {
             self.buffer.put_i32(4);
             self.buffer.put_i32(value);
@@ -304,11 +321,26 @@ impl Writer {
         self
     }
 
+    pub(super) fn text_array<'a>(
+        &mut self,
+        values: impl Iterator<Item = &'a str> + Clone,
+    ) -> &mut Self {
+        let (count, bytes) = values.clone().fold((0, 0), |(count, bytes), value| {
+            (count + 1, bytes + value.len())
+        });
+        self.array_header(TEXT_OID, count, bytes);
+        for value in values {
+            self.buffer.put_i32(length(value.len()));
+            self.buffer.put_slice(value.as_bytes());
+        }
+        self
+    }
+
     /// A one-dimensional array from 1 of `count` non-NULL elements of
-    /// `width` bytes each.
-    fn array_header(&mut self, element_oid: i32, count: usize, width: usize) {
+    /// `bytes` bytes in all.
+    fn array_header(&mut self, element_oid: i32, count: usize, bytes: usize) {
         self.field();
-        self.buffer.put_i32(length(20 + count * (4 + width)));
+        self.buffer.put_i32(length(20 + count * 4 + bytes));
         self.buffer.put_i32(1);
         self.buffer.put_i32(0);
         self.buffer.put_i32(element_oid);
@@ -449,6 +481,40 @@ mod tests {
         // length, ndim, has nulls, element type, size, lower bound, then
         // each element's length and value
         assert_eq!(words, [36, 1, 0, INT4_OID, 2, 1, 4, 5, 4, -1]);
+    }
+
+    #[test]
+    fn text_arrays_hold_each_element_with_its_length() {
+        let mut writer = Writer::new(CopyIn::new("COPY t (a) FROM STDIN (FORMAT binary)"));
+        writer.tuple().text_array(["ab", "", "c"].into_iter());
+        let written = writer.finish();
+        let array = &written[HEADER_BYTES + 2..written.len() - 2];
+        let mut expected = Vec::new();
+        for word in [35, 1, 0, TEXT_OID, 3, 1, 2] {
+            expected.extend_from_slice(&i32::to_be_bytes(word));
+        }
+        expected.extend_from_slice(b"ab");
+        expected.extend_from_slice(&0i32.to_be_bytes());
+        expected.extend_from_slice(&1i32.to_be_bytes());
+        expected.extend_from_slice(b"c");
+        assert_eq!(array, expected);
+    }
+
+    #[test]
+    fn times_are_microseconds_since_2000() {
+        let mut writer = Writer::new(CopyIn::new("COPY t (a, b) FROM STDIN (FORMAT binary)"));
+        writer
+            .tuple()
+            .timestamptz(time::macros::datetime!(2000-01-01 0:00:01.000002 UTC))
+            .timestamptz(time::macros::datetime!(1999-12-31 23:59:59 UTC));
+        let written = writer.finish();
+        let fields = &written[HEADER_BYTES + 2..written.len() - 2];
+        let mut expected = Vec::new();
+        for micros in [1_000_002i64, -1_000_000] {
+            expected.extend_from_slice(&8i32.to_be_bytes());
+            expected.extend_from_slice(&micros.to_be_bytes());
+        }
+        assert_eq!(fields, expected);
     }
 
     #[test]

@@ -242,11 +242,12 @@ impl Store {
 /// READ, with `sitemap_fold_state` locked before its first query. One fold
 /// a transaction; the caller commits it.
 ///
-/// The schema does all of a fold but numbering the rows it places
+/// The schema does all of a fold but placing the rows left to place
 /// (migration `numbering_in_the_service`): `sitemap_fold_begin` reads the
 /// batch and applies what changed, this reads the rows left to place in one
-/// binary `COPY`, numbers them ([`numbering`]) and writes their runs and
-/// placements back the same way, and `sitemap_fold_end` sums up.
+/// binary `COPY`, numbers them ([`numbering`]) and writes their feed
+/// entries, runs and placements back the same way, and `sitemap_fold_end`
+/// sums up.
 pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<FoldBatch, Error> {
     // A batch's sorts stay in memory, and compiling the plans (their
     // estimates look huge) costs more than it saves (measured on 200,000
@@ -291,19 +292,7 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     let mut unplaced = read_unplaced(conn, &judges).await?;
     let limits = limits(conn).await?;
     let tails = tails(conn, &unplaced.sections).await?;
-    // A fold that places no row (one of updates in place, say) has no
-    // entry to announce, and is spared reading the rows again for none.
-    if unplaced
-        .sections
-        .iter()
-        .any(|section| !section.rows.is_empty())
-    {
-        let skipped: Vec<i64> = unplaced.skipped.iter().map(|row| row.id).collect();
-        sqlx::query("SELECT sitemap_fold_announce($1)")
-            .bind(&skipped)
-            .execute(&mut *conn)
-            .await?;
-    }
+    announce_added(conn, &unplaced).await?;
 
     let numbered: Vec<Numbered> = unplaced
         .sections
@@ -333,6 +322,96 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
         began_a_pass,
         caught_up,
     })
+}
+
+/// The feed entries of a fold that writes them itself, each tuple in this
+/// order.
+const CHANGES: CopyIn = CopyIn::new(
+    "COPY sitemap_changes (site, loc, change, committed_at) FROM STDIN (FORMAT binary)",
+);
+
+/// The feed entries of a fold that keeps them for the feed's writer, each
+/// tuple in this order.
+const STASH: CopyIn = CopyIn::new(
+    "COPY sitemap_change_stash (site, change, committed_at, locs) FROM STDIN (FORMAT binary)",
+);
+
+/// Entries a site's kept row holds, at most, when it has more than this:
+/// its rows are kept by blocks of this many ids.
+const STASH_BLOCK: i64 = 10_000;
+
+/// Writes the `added` feed entries of the rows placed (see
+/// [`AddedEntries`]), before their placements, stamped with the fold's
+/// time, with the fold's other entries: to the feed, or kept for its
+/// writer (a row per site, or per [`STASH_BLOCK`] ids for a site with
+/// more, in the order of their lowest ids), as `sitemap_fold_begin`
+/// decided for the whole fold.
+///
+/// The service has every loc at hand from its read of the rows to place;
+/// grouped in SQL, they were read again, hashed twice and aggregated: 100
+/// of 110 ms for 80,000 new rows.
+async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Result<(), Error> {
+    let added = &unplaced.added;
+    if added.entries.is_empty() {
+        return Ok(());
+    }
+    let (stashing, seen): (bool, time::OffsetDateTime) =
+        sqlx::query_as("SELECT stashing, seen FROM sitemap_fold_pass")
+            .fetch_one(&mut *conn)
+            .await?;
+    let site_of = |i: usize| unplaced.sections[added.entries[i].section].site.as_str();
+    if !stashing {
+        let mut out = binary_copy::Writer::new(CHANGES);
+        let mut copy = conn.copy_in_raw(out.statement()).await?;
+        for i in 0..added.entries.len() {
+            out.tuple()
+                .text(site_of(i))
+                .text(added.loc(i))
+                .text("added")
+                .timestamptz(seen);
+            if let Some(chunk) = out.full_chunk() {
+                copy.send(chunk).await?;
+            }
+        }
+        copy.send(out.finish()).await?;
+        copy.finish().await?;
+        return Ok(());
+    }
+
+    let mut per_site: HashMap<&str, i64> = HashMap::new();
+    for i in 0..added.entries.len() {
+        *per_site.entry(site_of(i)).or_default() += 1;
+    }
+    // a site, and its block of ids when it has many, to its entries
+    let mut blocks: HashMap<(&str, Option<i64>), Vec<usize>> = HashMap::new();
+    for (i, entry) in added.entries.iter().enumerate() {
+        let site = site_of(i);
+        let block = (per_site[site] > STASH_BLOCK).then_some(entry.id / STASH_BLOCK);
+        blocks.entry((site, block)).or_default().push(i);
+    }
+    let mut kept: Vec<(i64, &str, Vec<usize>)> = blocks
+        .into_iter()
+        .map(|((site, _), members)| {
+            let lowest = members.iter().map(|&i| added.entries[i].id).min();
+            (lowest.expect("a block has an entry"), site, members)
+        })
+        .collect();
+    kept.sort_unstable_by_key(|&(lowest, ..)| lowest);
+    let mut out = binary_copy::Writer::new(STASH);
+    let mut copy = conn.copy_in_raw(out.statement()).await?;
+    for (_, site, members) in &kept {
+        out.tuple()
+            .text(site)
+            .text("added")
+            .timestamptz(seen)
+            .text_array(members.iter().map(|&i| added.loc(i)));
+        if let Some(chunk) = out.full_chunk() {
+            copy.send(chunk).await?;
+        }
+    }
+    copy.send(out.finish()).await?;
+    copy.finish().await?;
+    Ok(())
 }
 
 /// The runs a fold writes, each tuple in this order.
@@ -396,6 +475,42 @@ struct SectionRows {
     robots_rules: HashMap<i64, String>,
 }
 
+/// The `added` feed entries of the rows a fold places, in the order it
+/// read them: every row it places but those placed again (a configuration
+/// change, or a page outgrown), which are not news.
+#[derive(Default)]
+struct AddedEntries {
+    entries: Vec<Added>,
+    /// The entries' locs, one after another.
+    locs: String,
+}
+
+struct Added {
+    /// Its section's index in [`UnplacedRows::sections`].
+    section: usize,
+    id: i64,
+    /// Where its loc ends in [`AddedEntries::locs`].
+    loc_end: usize,
+}
+
+impl AddedEntries {
+    fn push(&mut self, section: usize, id: i64, loc: &str) {
+        self.locs.push_str(loc);
+        self.entries.push(Added {
+            section,
+            id,
+            loc_end: self.locs.len(),
+        });
+    }
+
+    fn loc(&self, entry: usize) -> &str {
+        let start = entry
+            .checked_sub(1)
+            .map_or(0, |before| self.entries[before].loc_end);
+        &self.locs[start..self.entries[entry].loc_end]
+    }
+}
+
 /// A row the fold leaves out, and why.
 struct Skipped {
     id: i64,
@@ -411,6 +526,7 @@ struct Skipped {
 struct UnplacedRows {
     sections: Vec<SectionRows>,
     skipped: Vec<Skipped>,
+    added: AddedEntries,
 }
 
 /// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section, and
@@ -463,8 +579,7 @@ async fn read_unplaced(
                                         JOIN sitemap_audits a ON a.finding = ANY (k.leave_out)
                                         WHERE k.site = u.site AND a.id = u.id AND a.loc = u.loc)
                                    END),
-                          CASE WHEN u.site = ANY (ARRAY(SELECT site FROM sitemap_fold_judged))
-                              THEN u.loc END
+                          u.loc, u.replaced
                    FROM sitemap_fold_unplaced u) TO STDOUT (FORMAT binary)",
         )
         .await?;
@@ -508,9 +623,11 @@ async fn read_unplaced(
                 });
                 continue;
             }
-            let verdict = match (tuple.optional_str("loc")?, judges.get(site)) {
-                (Some(loc), Some(judge)) => judge.verdict(loc),
-                _ => Verdict::Allowed,
+            let loc = tuple.str("loc")?;
+            let replaced = tuple.bool("replaced")?;
+            let verdict = match judges.get(site) {
+                Some(judge) => judge.verdict(loc),
+                None => Verdict::Allowed,
             };
             let reported = match verdict {
                 Verdict::Allowed => None,
@@ -549,6 +666,9 @@ async fn read_unplaced(
                 alternates,
                 plain,
             });
+            if !replaced {
+                unplaced.added.push(key, id, loc);
+            }
         }
     }
     drop(stream);
