@@ -854,7 +854,10 @@ BEGIN
             -- it may have a placement: the joins with sitemap_placements
             -- take only these (new rows of a bulk load have none, and
             -- finding that out took a scan of every placement)
-            may_be_placed boolean NOT NULL
+            may_be_placed boolean NOT NULL,
+            -- its lastmod, when it was read as changed: one later than the
+            -- fold's time is served as that (sitemap_fold_clamp_lastmods)
+            lastmod timestamptz NULL
         ) ON COMMIT DELETE ROWS;
         -- each step's per-page deltas, applied once at the end (a page's
         -- count only falls before then, so placing against it is safe)
@@ -884,6 +887,11 @@ BEGIN
             problem text NULL,
             changed boolean NOT NULL DEFAULT false
         ) ON COMMIT DELETE ROWS;
+    END IF;
+    -- made by this connection before the table had the column (see above)
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'pg_temp.sitemap_fold_rows'::regclass AND attname = 'lastmod') THEN
+        ALTER TABLE pg_temp.sitemap_fold_rows ADD COLUMN lastmod timestamptz NULL;
     END IF;
     -- the fold under way in this transaction, from its beginning to its end
     IF to_regclass('pg_temp.sitemap_fold_pass') IS NULL THEN
@@ -1319,12 +1327,8 @@ BEGIN
         USING sitemap_fold_rows f
         WHERE c.id = f.id AND f.change_xid IS NOT NULL;
     END IF;
-    -- a fold that read no changed row (one of removals only) has none
-    IF to_regclass('pg_temp.sitemap_fold_future_lastmods') IS NULL THEN
-        RETURN;
-    END IF;
     INSERT INTO sitemap_lastmod_clamps (id, site, section, written_lastmod, served_lastmod)
-    SELECT id, site, section, lastmod, now() FROM sitemap_fold_future_lastmods
+    SELECT id, site, section, lastmod, now() FROM sitemap_fold_rows WHERE lastmod > now()
     ON CONFLICT (id) DO UPDATE
         SET site = excluded.site, section = excluded.section,
             written_lastmod = excluded.written_lastmod, served_lastmod = excluded.served_lastmod;
@@ -1335,7 +1339,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_clamp_lastmods(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_clamp_lastmods() IS 'Step of a fold, before sitemap_fold_end: records the rows it read whose lastmod is later than the fold''s time (now(), noted by sitemap_fold_read), to be served with that time, and forgets the clamps of rows changed since.';
+COMMENT ON FUNCTION public.sitemap_fold_clamp_lastmods() IS 'Step of a fold, before sitemap_fold_end: records the rows it read whose lastmod is later than the fold''s time (now()), to be served with that time, and forgets the clamps of rows changed since.';
 
 
 --
@@ -1528,42 +1532,24 @@ DECLARE
     whole_from xid8 := CASE WHEN low = after_xid THEN (low::text::bigint + 1)::text::xid8 ELSE low END;
     taken bigint;
 BEGIN
-    IF to_regclass('pg_temp.sitemap_fold_future_lastmods') IS NULL THEN
-        -- kept by the connection between folds, as the fold's other
-        -- working tables are
-        CREATE TEMP TABLE sitemap_fold_future_lastmods (
-            id bigint NOT NULL,
-            site text NOT NULL,
-            section text NOT NULL,
-            lastmod timestamptz NOT NULL
-        ) ON COMMIT DELETE ROWS;
-    END IF;
-    WITH read AS MATERIALIZED (
-        SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster, u.images, u.videos,
-               u.lastmod
-        FROM ((SELECT * FROM sitemap_urls
-               -- a range of one xid, not an equality: ordered by (change_xid,
-               -- id), the scan can only be that index's, positioned at the row
-               -- (the primary key's, filtered by xid, walks every later row)
-               WHERE low = after_xid AND change_xid >= low AND change_xid <= low AND id > after_id
-               ORDER BY change_xid, id LIMIT max_rows)
-              UNION ALL
-              (SELECT * FROM sitemap_urls
-               WHERE change_xid >= whole_from AND change_xid <= high
-               ORDER BY change_xid, id LIMIT max_rows)) u
-        ORDER BY u.change_xid, u.id LIMIT max_rows
-    ), future AS (
-        INSERT INTO sitemap_fold_future_lastmods (id, site, section, lastmod)
-        SELECT id, site, section, lastmod FROM read WHERE lastmod > now()
-    ), added AS (
-        INSERT INTO sitemap_fold_rows
-        SELECT change_xid, id, site, section, loc, hreflang_cluster,
-               sitemap_entry_bytes(loc) + sitemap_media_bytes(images, videos),
-               coalesce(jsonb_array_length(images), 0), coalesce(jsonb_array_length(videos), 0), false,
-               id <= newest_placed
-        FROM read
-    )
-    SELECT count(*) INTO taken FROM read;
+    INSERT INTO sitemap_fold_rows (change_xid, id, site, section, loc, cluster, own_bytes, images, videos,
+                                   replaced, may_be_placed, lastmod)
+    SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
+           sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
+           coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
+           u.id <= newest_placed, u.lastmod
+    FROM ((SELECT * FROM sitemap_urls
+           -- a range of one xid, not an equality: ordered by (change_xid,
+           -- id), the scan can only be that index's, positioned at the row
+           -- (the primary key's, filtered by xid, walks every later row)
+           WHERE low = after_xid AND change_xid >= low AND change_xid <= low AND id > after_id
+           ORDER BY change_xid, id LIMIT max_rows)
+          UNION ALL
+          (SELECT * FROM sitemap_urls
+           WHERE change_xid >= whole_from AND change_xid <= high
+           ORDER BY change_xid, id LIMIT max_rows)) u
+    ORDER BY u.change_xid, u.id LIMIT max_rows;
+    GET DIAGNOSTICS taken = ROW_COUNT;
     RETURN taken;
 END $$;
 
@@ -1572,7 +1558,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint) IS 'Reads into sitemap_fold_rows, in (change_xid, id) order, at most max_rows changed rows with change_xid in [low, high] after (after_xid, after_id), each marked with whether it may have a placement (no row past newest_placed has one), and into sitemap_fold_future_lastmods those whose lastmod is later than now(); returns how many. Planned as an ordered walk of the index: a sort or a bitmap of the whole range would read all of it every batch.';
+COMMENT ON FUNCTION public.sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint) IS 'Reads into sitemap_fold_rows, in (change_xid, id) order and with their lastmods, at most max_rows changed rows with change_xid in [low, high] after (after_xid, after_id), each marked with whether it may have a placement (no row past newest_placed has one); returns how many. Planned as an ordered walk of the index: a sort or a bitmap of the whole range would read all of it every batch.';
 
 
 --

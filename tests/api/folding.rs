@@ -540,6 +540,38 @@ async fn a_large_folds_kept_entries_are_grouped_by_site(pool: PgPool) {
     assert_eq!(written, 40_000 + 15_000 + 15_000, "every entry written out");
 }
 
+/// A connection that made its working table of rows to fold before the
+/// table kept each row's lastmod (migration `fold_reads_its_rows_once`)
+/// folds on it as a new one does: the column is added to it, and a lastmod
+/// later than the fold's time is still noted and served as that time.
+#[sqlx::test]
+async fn a_working_table_made_before_it_kept_lastmods_is_brought_up_to_date(pool: PgPool) {
+    let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
+    insert_rows(&pool, "first/", 2).await;
+    assert_eq!(fold_on(&mut folder).await, 2);
+    exec_on(
+        &mut folder,
+        "ALTER TABLE pg_temp.sitemap_fold_rows DROP COLUMN lastmod",
+    )
+    .await;
+    exec(
+        &pool,
+        &format!(
+            "INSERT INTO sitemap_urls (loc, lastmod)
+             VALUES ('{BASE_URL}later', now() + interval '1 day')"
+        ),
+    )
+    .await;
+    assert_eq!(fold_on(&mut folder).await, 1);
+    let (clamps, served_now): (i64, bool) = sqlx::query_as(
+        "SELECT count(*), bool_and(served_lastmod < written_lastmod) FROM sitemap_lastmod_clamps",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("clamps");
+    assert_eq!((clamps, served_now), (1, true));
+}
+
 /// New rows have no placement, and a fold knows it without looking: rows
 /// past the newest placed id are placed without a lookup of each, where
 /// finding that out cost a scan of every placement (7.5 s of a 21 s fold
