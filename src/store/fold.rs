@@ -529,8 +529,9 @@ struct UnplacedRows {
     added: AddedEntries,
 }
 
-/// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section, and
-/// judges the locs of the sites in `judges` (the only locs it reads).
+/// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section, judges
+/// the locs of the sites in `judges`, and keeps the `added` feed entries of
+/// the rows it places.
 async fn read_unplaced(
     conn: &mut PgConnection,
     judges: &HashMap<String, SiteJudge>,
@@ -556,10 +557,12 @@ async fn read_unplaced(
             // A NULL costs the stream no call of a type's send function:
             // counts of none are sent as NULL.
             //
-            // Windows, audit findings and robots judges are rare: each is
-            // looked up per row only when the tables hold one at all,
-            // which is asked once (an init plan). Joined, each was an
-            // index probe per row: 105 of 220 ms for 80,000 new rows.
+            // Windows and audit findings are rare: each is looked up per
+            // row only when its table holds a row at all, which is asked
+            // once (an init plan). Joined, they and the sites with a
+            // robots judge were an index probe per row each: 105 of 220 ms
+            // for 80,000 new rows. Every loc is read, for the feed's
+            // entries and the robots judges.
             "COPY (SELECT u.id, u.site, u.section, u.loc_hash, u.bytes, nullif(u.images, 0),
                           nullif(u.videos, 0), nullif(u.alternates, 0), u.cluster,
                           coalesce(u.skip_reason,
