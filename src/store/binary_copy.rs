@@ -13,6 +13,8 @@
 use std::cell::Cell;
 
 use bytes::{Buf, BufMut, BytesMut};
+use sqlx::PgConnection;
+use sqlx::postgres::PgCopyIn;
 
 const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
 /// The signature, the flags and the header extension's length.
@@ -185,7 +187,7 @@ impl Tuple {
 /// counted from the statement itself, so the two cannot drift apart.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CopyIn {
-    pub(super) statement: &'static str,
+    statement: &'static str,
     columns: i16,
 }
 
@@ -206,6 +208,43 @@ impl CopyIn {
         }
         assert!(columns > 0, "a COPY statement names its columns");
         CopyIn { statement, columns }
+    }
+
+    /// Begins the `COPY` on `conn`.
+    pub(super) async fn open(self, conn: &mut PgConnection) -> Result<CopyStream<'_>, sqlx::Error> {
+        Ok(CopyStream {
+            copy: conn.copy_in_raw(self.statement).await?,
+            rows: Writer::new(self),
+        })
+    }
+}
+
+/// A `COPY … FROM STDIN` under way: its tuples are written with
+/// [`CopyStream::rows`], and sent a chunk at a time as they are.
+pub(super) struct CopyStream<'c> {
+    copy: PgCopyIn<&'c mut PgConnection>,
+    rows: Writer,
+}
+
+impl CopyStream<'_> {
+    /// Where the next tuple is written.
+    pub(super) fn rows(&mut self) -> &mut Writer {
+        &mut self.rows
+    }
+
+    /// Sends what is written once it fills a chunk; called between tuples.
+    pub(super) async fn flush(&mut self) -> Result<(), sqlx::Error> {
+        if let Some(chunk) = self.rows.full_chunk() {
+            self.copy.send(chunk).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends the rest, and ends the `COPY`.
+    pub(super) async fn finish(mut self) -> Result<(), sqlx::Error> {
+        self.copy.send(self.rows.finish()).await?;
+        self.copy.finish().await?;
+        Ok(())
     }
 }
 
@@ -232,11 +271,6 @@ impl Writer {
             buffer,
             fields_left: 0,
         }
-    }
-
-    /// The statement the stream is for.
-    pub(super) fn statement(&self) -> &'static str {
-        self.copy.statement
     }
 
     /// Begins a tuple: its fields follow, one call each.
@@ -351,13 +385,13 @@ impl Writer {
     /// What is written so far, once it reaches `CHUNK_BYTES`, taken to be
     /// sent while the rest is written: the stream is never held whole.
     /// Taken between tuples only.
-    pub(super) fn full_chunk(&mut self) -> Option<BytesMut> {
+    fn full_chunk(&mut self) -> Option<BytesMut> {
         debug_assert_eq!(self.fields_left, 0, "the last tuple lacks fields");
         (self.buffer.len() >= CHUNK_BYTES).then(|| self.buffer.split())
     }
 
     /// The stream, ended with its end marker.
-    pub(super) fn finish(mut self) -> BytesMut {
+    fn finish(mut self) -> BytesMut {
         debug_assert_eq!(self.fields_left, 0, "the last tuple lacks fields");
         self.buffer.put_i16(-1);
         self.buffer

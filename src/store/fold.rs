@@ -361,19 +361,16 @@ async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Res
             .await?;
     let site_of = |i: usize| unplaced.sections[added.entries[i].section].site.as_str();
     if !stashing {
-        let mut out = binary_copy::Writer::new(CHANGES);
-        let mut copy = conn.copy_in_raw(out.statement()).await?;
+        let mut copy = CHANGES.open(conn).await?;
         for i in 0..added.entries.len() {
-            out.tuple()
+            copy.rows()
+                .tuple()
                 .text(site_of(i))
                 .text(added.loc(i))
                 .text("added")
                 .timestamptz(seen);
-            if let Some(chunk) = out.full_chunk() {
-                copy.send(chunk).await?;
-            }
+            copy.flush().await?;
         }
-        copy.send(out.finish()).await?;
         copy.finish().await?;
         return Ok(());
     }
@@ -397,19 +394,16 @@ async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Res
         })
         .collect();
     kept.sort_unstable_by_key(|&(lowest, ..)| lowest);
-    let mut out = binary_copy::Writer::new(STASH);
-    let mut copy = conn.copy_in_raw(out.statement()).await?;
+    let mut copy = STASH.open(conn).await?;
     for (_, site, members) in &kept {
-        out.tuple()
+        copy.rows()
+            .tuple()
             .text(site)
             .text("added")
             .timestamptz(seen)
             .text_array(members.iter().map(|&i| added.loc(i)));
-        if let Some(chunk) = out.full_chunk() {
-            copy.send(chunk).await?;
-        }
+        copy.flush().await?;
     }
-    copy.send(out.finish()).await?;
     copy.finish().await?;
     Ok(())
 }
@@ -784,17 +778,13 @@ async fn copy_runs(
     if numbered.iter().all(|numbered| numbered.runs.is_empty()) {
         return Ok(());
     }
-    let mut out = binary_copy::Writer::new(RUNS);
-    let mut copy = conn.copy_in_raw(out.statement()).await?;
+    let mut copy = RUNS.open(conn).await?;
     for (section, numbered) in sections.iter().zip(numbered) {
         for run in &numbered.runs {
-            write_run(&mut out, section, run);
-            if let Some(chunk) = out.full_chunk() {
-                copy.send(chunk).await?;
-            }
+            write_run(copy.rows(), section, run);
+            copy.flush().await?;
         }
     }
-    copy.send(out.finish()).await?;
     copy.finish().await?;
     Ok(())
 }
@@ -824,8 +814,7 @@ async fn copy_placements(
     if unplaced.skipped.is_empty() && numbered.iter().all(|numbered| numbered.alone.is_empty()) {
         return Ok(());
     }
-    let mut out = binary_copy::Writer::new(PLACEMENTS);
-    let mut copy = conn.copy_in_raw(out.statement()).await?;
+    let mut copy = PLACEMENTS.open(conn).await?;
     for (section, numbered) in unplaced.sections.iter().zip(numbered) {
         for &(i, page) in &numbered.alone {
             let row = &section.rows[i];
@@ -839,10 +828,8 @@ async fn copy_placements(
                 cluster: section.clusters.get(&row.id).map(String::as_str),
                 robots_rule: section.robots_rules.get(&row.id).map(String::as_str),
             }
-            .write(&mut out);
-            if let Some(chunk) = out.full_chunk() {
-                copy.send(chunk).await?;
-            }
+            .write(copy.rows());
+            copy.flush().await?;
         }
     }
     for row in &unplaced.skipped {
@@ -857,12 +844,9 @@ async fn copy_placements(
             cluster: row.cluster.as_deref(),
             robots_rule: row.robots_rule.as_deref(),
         }
-        .write(&mut out);
-        if let Some(chunk) = out.full_chunk() {
-            copy.send(chunk).await?;
-        }
+        .write(copy.rows());
+        copy.flush().await?;
     }
-    copy.send(out.finish()).await?;
     copy.finish().await?;
     Ok(())
 }
