@@ -245,9 +245,9 @@ impl Store {
 /// The schema does all of a fold but placing the rows left to place
 /// (migration `numbering_in_the_service`): `sitemap_fold_begin` reads the
 /// batch and applies what changed, this reads the rows left to place in one
-/// binary `COPY`, numbers them ([`numbering`]) and writes their feed
-/// entries, runs and placements back the same way, and `sitemap_fold_end`
-/// sums up.
+/// binary `COPY` (unless `sitemap_fold_begin` says none is left), numbers
+/// them ([`numbering`]) and writes their feed entries, runs and placements
+/// back the same way, and `sitemap_fold_end` sums up.
 pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<FoldBatch, Error> {
     // A batch's sorts stay in memory, and compiling the plans (their
     // estimates look huge) costs more than it saves (measured on 200,000
@@ -275,10 +275,11 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_fold_windows()")
         .execute(&mut *conn)
         .await?;
-    let began_a_pass: bool = sqlx::query_scalar("SELECT started FROM sitemap_fold_begin($1)")
-        .bind(max_rows)
-        .fetch_one(&mut *conn)
-        .await?;
+    let (began_a_pass, nothing_to_place): (bool, bool) =
+        sqlx::query_as("SELECT started, nothing_to_place FROM sitemap_fold_begin($1)")
+            .bind(max_rows)
+            .fetch_one(&mut *conn)
+            .await?;
     sqlx::query("SELECT sitemap_fold_forget_clamps()")
         .execute(&mut *conn)
         .await?;
@@ -289,7 +290,11 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_fold_audit_sites()")
         .execute(&mut *conn)
         .await?;
-    let mut unplaced = read_unplaced(conn, &judges).await?;
+    let mut unplaced = if nothing_to_place {
+        UnplacedRows::default()
+    } else {
+        read_unplaced(conn, &judges).await?
+    };
     let limits = limits(conn).await?;
     let tails = tails(conn, &unplaced.sections).await?;
     announce_added(conn, &unplaced).await?;

@@ -610,6 +610,62 @@ async fn folds_of_new_rows_leave_the_placements_unread(pool: PgPool) {
     assert_eq!(on_page, 40_000, "placed once each");
 }
 
+/// A fold that finds every row it read kept in its run says nothing is
+/// left to place, and the service reads nothing back; one row not kept (a
+/// new one beside them) and it reads them as before, and places that row.
+#[sqlx::test]
+async fn a_fold_of_rows_kept_in_their_runs_has_nothing_to_place(pool: PgPool) {
+    let (_, mut folder) = prepared_without_a_service(&pool, |_| {}).await;
+    insert_rows(&pool, "placed/", 1_000).await;
+    assert_eq!(fold_on(&mut folder).await, 1_000);
+
+    assert!(nothing_to_place(&mut folder).await, "nothing read");
+
+    exec(&pool, "UPDATE sitemap_urls SET lastmod = '2026-11-01'").await;
+    assert!(nothing_to_place(&mut folder).await, "every row kept");
+    assert_eq!(fold_on(&mut folder).await, 1_000);
+    assert_eq!(
+        placement_shape(&pool).await,
+        (16, 1_000, 0),
+        "still in their runs"
+    );
+
+    exec(
+        &pool,
+        &format!(
+            "BEGIN; UPDATE sitemap_urls SET lastmod = '2026-11-02';
+             INSERT INTO sitemap_urls (loc) VALUES ('{BASE_URL}new/1'); COMMIT"
+        ),
+    )
+    .await;
+    assert!(!nothing_to_place(&mut folder).await, "a new row among them");
+    assert_eq!(fold_on(&mut folder).await, 1_001);
+    assert_eq!(placed_rows(&pool).await, 1_001);
+    let updated: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sitemap_changes WHERE change = 'updated'")
+            .fetch_one(&pool)
+            .await
+            .expect("feed");
+    assert_eq!(updated, 2_000, "each update in the feed");
+}
+
+/// What `sitemap_fold_begin` says of the rows it would read on `conn` now:
+/// whether none is left to place. Rolled back.
+async fn nothing_to_place(conn: &mut sqlx::PgConnection) -> bool {
+    exec_on(&mut *conn, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
+    exec_on(
+        &mut *conn,
+        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
+    )
+    .await;
+    let nothing: bool = sqlx::query_scalar("SELECT nothing_to_place FROM sitemap_fold_begin(NULL)")
+        .fetch_one(&mut *conn)
+        .await
+        .expect("fold begun");
+    exec_on(&mut *conn, "ROLLBACK").await;
+    nothing
+}
+
 /// A bulk load is kept in runs of up to 64 rows, one row of
 /// `sitemap_placement_runs` each. A row changed with its entry as it was
 /// (lastmod) stays in its run; one whose entry grew leaves it and stays on
