@@ -652,12 +652,7 @@ async fn a_fold_of_rows_kept_in_their_runs_has_nothing_to_place(pool: PgPool) {
 /// What `sitemap_fold_begin` says of the rows it would read on `conn` now:
 /// whether none is left to place. Rolled back.
 async fn nothing_to_place(conn: &mut sqlx::PgConnection) -> bool {
-    exec_on(&mut *conn, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
-    exec_on(
-        &mut *conn,
-        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
-    )
-    .await;
+    begin_a_fold_on(&mut *conn).await;
     let nothing: bool = sqlx::query_scalar("SELECT nothing_to_place FROM sitemap_fold_begin(NULL)")
         .fetch_one(&mut *conn)
         .await
@@ -1053,6 +1048,17 @@ async fn prepared_without_a_service(
     (state, folder)
 }
 
+/// Begins a fold's transaction on `conn` as the service does: REPEATABLE
+/// READ, with the fold's state locked before anything else.
+async fn begin_a_fold_on(conn: &mut sqlx::PgConnection) {
+    exec_on(&mut *conn, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
+    exec_on(
+        &mut *conn,
+        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
+    )
+    .await;
+}
+
 /// A fold of everything committed on `conn`, as the service runs one.
 async fn fold_on(conn: &mut sqlx::PgConnection) -> i64 {
     let (folded, _, caught_up) = fold_batch_on(conn, None).await;
@@ -1063,12 +1069,7 @@ async fn fold_on(conn: &mut sqlx::PgConnection) -> i64 {
 /// A fold of at most `max_rows` changed rows on `conn`: what it folded,
 /// whether it began a pass, and whether it caught up.
 async fn fold_batch_on(conn: &mut sqlx::PgConnection, max_rows: Option<i64>) -> (i64, bool, bool) {
-    exec_on(&mut *conn, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
-    exec_on(
-        &mut *conn,
-        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
-    )
-    .await;
+    begin_a_fold_on(&mut *conn).await;
     let batch = sitemapd::store::fold_in(&mut *conn, max_rows)
         .await
         .expect("fold");
@@ -1080,12 +1081,7 @@ async fn fold_batch_on(conn: &mut sqlx::PgConnection, max_rows: Option<i64>) -> 
 /// as the service ran one before the numbering moved into it (migration
 /// `numbering_in_the_service`).
 async fn schema_fold_on(conn: &mut sqlx::PgConnection) {
-    exec_on(&mut *conn, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
-    exec_on(
-        &mut *conn,
-        "LOCK TABLE sitemap_fold_state IN EXCLUSIVE MODE",
-    )
-    .await;
+    begin_a_fold_on(&mut *conn).await;
     let caught_up: bool = sqlx::query_scalar("SELECT caught_up FROM sitemap_fold(NULL)")
         .fetch_one(&mut *conn)
         .await
