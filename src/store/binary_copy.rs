@@ -261,7 +261,7 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn new(copy: CopyIn) -> Writer {
+    fn new(copy: CopyIn) -> Writer {
         let mut buffer = BytesMut::with_capacity(64 * 1024);
         buffer.put_slice(SIGNATURE);
         buffer.put_u32(0);

@@ -384,19 +384,21 @@ async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Res
     for i in 0..added.entries.len() {
         *per_site.entry(site_of(i)).or_default() += 1;
     }
-    // a site, and its block of ids when it has many, to its entries
-    let mut blocks: HashMap<(&str, Option<i64>), Vec<usize>> = HashMap::new();
+    // a site, and its block of ids when it has many, to its lowest id and
+    // its entries
+    let mut blocks = HashMap::new();
     for (i, entry) in added.entries.iter().enumerate() {
         let site = site_of(i);
         let block = (per_site[site] > STASH_BLOCK).then_some(entry.id / STASH_BLOCK);
-        blocks.entry((site, block)).or_default().push(i);
+        let (lowest, members) = blocks
+            .entry((site, block))
+            .or_insert((entry.id, Vec::new()));
+        *lowest = (*lowest).min(entry.id);
+        members.push(i);
     }
     let mut kept: Vec<(i64, &str, Vec<usize>)> = blocks
         .into_iter()
-        .map(|((site, _), members)| {
-            let lowest = members.iter().map(|&i| added.entries[i].id).min();
-            (lowest.expect("a block has an entry"), site, members)
-        })
+        .map(|((site, _), (lowest, members))| (lowest, site, members))
         .collect();
     kept.sort_unstable_by_key(|&(lowest, ..)| lowest);
     let mut copy = STASH.open(conn).await?;
