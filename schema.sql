@@ -773,8 +773,8 @@ DECLARE
     -- the ids they span, when they are many
     lowest_removed bigint;
     highest_removed bigint;
-    newest_placed bigint := greatest((SELECT max(id) FROM sitemap_placements),
-                                     (SELECT max(last_id) FROM sitemap_placement_runs));
+    -- the newest row placed once this fold's removals are applied
+    newest_placed bigint;
     -- the newest row placed when the pass began: no row the pass reads was
     -- placed since (see above)
     pass_placed_through bigint;
@@ -788,10 +788,17 @@ DECLARE
     -- batch of new plain rows (a bulk load) skips the steps for those
     any_placed boolean;
     any_cluster boolean;
+    -- the rows read that may have a placement, and the ids they span
+    placed_read bigint;
+    lowest_placed_read bigint;
+    highest_placed_read bigint;
     -- the changed rows found in runs, by fate (see above)
     changed_in_runs bigint := 0;
     moved_in_runs bigint := 0;
     kept_in_runs bigint := 0;
+    -- the sites with more than 10,000 of them kept: their feed entries are
+    -- kept by blocks of ids (see above)
+    sites_keeping_many text[];
     -- its feed entries go to the stash (see above)
     stashing boolean := EXISTS (SELECT 1 FROM sitemap_change_stash);
     -- the caller's enable_sort, restored after the statements that hash
@@ -812,7 +819,6 @@ BEGIN
         pass_snapshot := current_snapshot;
         after_xid := '0';
         after_id := 0;
-        pass_placed_through := newest_placed;
     END IF;
     IF pg_snapshot_xmax(coalesce(lane_through, pass_snapshot)) > pg_snapshot_xmax(current_snapshot) THEN
         RAISE EXCEPTION 'sitemap_fold_begin(): the last fold saw more than this one'
@@ -1077,6 +1083,15 @@ BEGIN
     SELECT site, section, page, -count(*), -sum(bytes), -sum(images), -sum(videos), -sum(alternates), count(*), false
     FROM dropped WHERE page IS NOT NULL GROUP BY site, section, page;
 
+    -- Looked up after the removals: a row they took off its page has no
+    -- placement now, and a pass that begins after a rename of every row
+    -- reads none that may have one (each skips the steps below for those).
+    newest_placed := greatest((SELECT max(id) FROM sitemap_placements),
+                              (SELECT max(last_id) FROM sitemap_placement_runs));
+    IF started THEN
+        pass_placed_through := coalesce(newest_placed, 0);
+    END IF;
+
     -- The pass's rows, on from where the last batch stopped: rows changed
     -- by transactions the last pass did not see (those that began after
     -- it, and those it saw still running) that this pass's snapshot sees.
@@ -1139,8 +1154,10 @@ BEGIN
         ANALYZE sitemap_fold_rows;
     END IF;
     stashing := stashing OR (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10000) c) = 10000;
-    SELECT coalesce(bool_or(may_be_placed), false), coalesce(bool_or(cluster IS NOT NULL), false)
-    INTO any_placed, any_cluster FROM sitemap_fold_rows;
+    SELECT coalesce(bool_or(may_be_placed), false), coalesce(bool_or(cluster IS NOT NULL), false),
+           count(*) FILTER (WHERE may_be_placed), min(id) FILTER (WHERE may_be_placed),
+           max(id) FILTER (WHERE may_be_placed)
+    INTO any_placed, any_cluster, placed_read, lowest_placed_read, highest_placed_read FROM sitemap_fold_rows;
     IF any_placed THEN
         -- Changed rows that stand in a run: one whose entry is as the run
         -- placed it (the same site, section and loc, still plain: an update of
@@ -1150,6 +1167,10 @@ BEGIN
         -- One that is another URL now leaves its run and its page, to be placed
         -- again below.
         DELETE FROM sitemap_fold_in_runs;
+        -- Few are looked up by id; many read the runs over their ids once,
+        -- joined with the rows read themselves: through sitemap_run_members,
+        -- their ids went into an array, out of it into a hash, and its
+        -- result into another (about 150 of 400 ms for 150,000 rows).
         INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
         SELECT f.id, h.site, h.section, h.page, h.bytes, f.loc,
                CASE WHEN (f.site, f.section, sitemap_loc_hash(f.loc)) IS DISTINCT FROM (h.site, h.section, h.loc_hash)
@@ -1158,14 +1179,32 @@ BEGIN
                         THEN 'kept'
                     ELSE 'changed'
                END
-        FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed)) h
-        JOIN sitemap_fold_rows f ON f.id = h.id;
-        -- Counted in one scan: each step below for a fate scans them all
-        -- again, and a bulk update of lastmods finds every row kept.
-        SELECT count(*) FILTER (WHERE fate = 'changed'), count(*) FILTER (WHERE fate = 'moved'),
-               count(*) FILTER (WHERE fate = 'kept')
-        INTO changed_in_runs, moved_in_runs, kept_in_runs
-        FROM sitemap_fold_in_runs;
+        FROM (SELECT m.id, m.site, m.section, m.page, m.loc_hash, m.bytes
+              FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed)) m
+              WHERE placed_read <= 10000
+              UNION ALL
+              SELECT m.id, k.site, k.section, k.page, m.loc_hash, m.bytes
+              FROM sitemap_placement_runs k
+              CROSS JOIN LATERAL unnest(k.ids, k.loc_hashes, k.bytes) AS m(id, loc_hash, bytes)
+              WHERE placed_read > 10000
+                AND k.last_id >= lowest_placed_read AND k.first_id <= highest_placed_read) h
+        JOIN sitemap_fold_rows f ON f.id = h.id AND f.may_be_placed;
+        -- Counted in one scan, by page: each step below for a fate scans
+        -- them all again, and a bulk update of lastmods finds every row kept.
+        -- The kept rows' pages are noted from the same counts, and so are
+        -- the sites whose kept rows' entries are grouped by blocks of ids.
+        WITH per_page AS MATERIALIZED (
+            SELECT site, section, page, count(*) FILTER (WHERE fate = 'changed') AS changed,
+                   count(*) FILTER (WHERE fate = 'moved') AS moved, count(*) FILTER (WHERE fate = 'kept') AS kept
+            FROM sitemap_fold_in_runs GROUP BY site, section, page
+        ), kept_pages AS (
+            INSERT INTO sitemap_fold_page_deltas
+            SELECT site, section, page, 0, 0, 0, 0, 0, kept, false FROM per_page WHERE kept > 0
+        )
+        SELECT coalesce(sum(changed), 0), coalesce(sum(moved), 0), coalesce(sum(kept), 0),
+               ARRAY(SELECT site FROM per_page GROUP BY site HAVING sum(kept) > 10000)
+        INTO changed_in_runs, moved_in_runs, kept_in_runs, sites_keeping_many
+        FROM per_page;
         IF changed_in_runs > 0 THEN
             PERFORM sitemap_explode(ARRAY(SELECT id FROM sitemap_fold_in_runs WHERE fate = 'changed'));
         END IF;
@@ -1298,19 +1337,12 @@ BEGIN
         WITH announced AS (
             INSERT INTO sitemap_changes (site, loc, change, committed_at)
             SELECT site, loc, 'updated', seen FROM sitemap_fold_in_runs WHERE fate = 'kept' AND NOT stashing
-        ), kept AS (
-            INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-            SELECT e.site, 'updated', seen, array_agg(e.loc)
-            FROM sitemap_fold_in_runs e
-            JOIN (SELECT site, count(*) > 10000 AS many FROM sitemap_fold_in_runs
-                  WHERE fate = 'kept' GROUP BY site) c
-                ON c.site = e.site
-            WHERE e.fate = 'kept' AND stashing
-            GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
         )
-        INSERT INTO sitemap_fold_page_deltas
-        SELECT site, section, page, 0, 0, 0, 0, 0, count(*), false
-        FROM sitemap_fold_in_runs WHERE fate = 'kept' GROUP BY site, section, page;
+        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+        SELECT site, 'updated', seen, array_agg(loc)
+        FROM sitemap_fold_in_runs
+        WHERE fate = 'kept' AND stashing
+        GROUP BY site, CASE WHEN site = ANY (sites_keeping_many) THEN id / 10000 END ORDER BY min(id);
         PERFORM set_config('enable_sort', sorting, true);
     END IF;
 

@@ -742,6 +742,99 @@ async fn new_rows_are_placed_in_runs_and_changed_ones_leave_them(pool: PgPool) {
     check_invariants(&app, MAX_URLS).await;
 }
 
+/// A change of more than 10,000 placed rows in one fold finds their runs by
+/// reading the runs over their ids: each row keeps its run, leaves it, or is
+/// placed again, as a few rows do, and its entry is in the feed. A rename of
+/// every row then leaves none placed when its pass begins, and each is
+/// placed once, over several folds.
+#[sqlx::test]
+async fn a_bulk_change_of_many_placed_rows_sorts_them_as_few(pool: PgPool) {
+    const MAX_URLS: i64 = 1_000;
+    let (state, mut folder) =
+        prepared_without_a_service(&pool, |s| s.max_urls = MAX_URLS as u32).await;
+    insert_rows(&pool, "bulk/", 12_000).await;
+    assert_eq!(fold_on(&mut folder).await, 12_000);
+    // Twelve pages of 1,000: fifteen runs of 64 and one of 40 on each.
+    assert_eq!(placement_shape(&pool).await, (192, 12_000, 0));
+    let loc = |n: u32| format!("{BASE_URL}bulk/{n}");
+    state
+        .store
+        .write_out_feed(Turn::Wait)
+        .await
+        .expect("written out");
+    let feed_end: i64 = sqlx::query_scalar("SELECT max(seq) FROM sitemap_changes")
+        .fetch_one(&pool)
+        .await
+        .expect("feed");
+
+    exec(
+        &pool,
+        &format!(
+            "BEGIN;
+             UPDATE sitemap_urls SET lastmod = '2026-11-01';
+             UPDATE sitemap_urls SET loc = loc || '-renamed' WHERE loc = '{}';
+             UPDATE sitemap_urls SET images = '[{{\"loc\": \"https://cdn.example.net/153.jpg\"}}]'
+             WHERE loc = '{}';
+             COMMIT",
+            loc(152),
+            loc(153)
+        ),
+    )
+    .await;
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(20_000)).await,
+        (12_001, true, true)
+    );
+    // 11,998 still in their runs, 153 placed alone, and 152 renamed a run of
+    // its own at the end.
+    assert_eq!(placement_shape(&pool).await, (193, 11_999, 1));
+    let kept: Vec<i32> = sqlx::query_scalar(
+        "SELECT cardinality(locs) FROM sitemap_change_stash WHERE change = 'updated' ORDER BY id",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("kept entries");
+    // 153's, then the kept rows' by blocks of 10,000 ids
+    assert_eq!(kept, [1, 9_997, 2_001]);
+    state
+        .store
+        .write_out_feed(Turn::Wait)
+        .await
+        .expect("written out");
+    let feed: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT change, count(*) FROM sitemap_changes WHERE seq > $1 GROUP BY change ORDER BY change",
+    )
+    .bind(feed_end)
+    .fetch_all(&pool)
+    .await
+    .expect("feed");
+    assert_eq!(
+        feed,
+        [
+            ("added".to_owned(), 1),
+            ("removed".to_owned(), 1),
+            ("updated".to_owned(), 11_999)
+        ]
+    );
+    placements_agree(&pool, MAX_URLS).await;
+
+    exec(&pool, "UPDATE sitemap_urls SET loc = loc || '-moved'").await;
+    let mut folded = 0;
+    loop {
+        let (rows, _, caught_up) = fold_batch_on(&mut folder, Some(5_000)).await;
+        folded += rows;
+        if caught_up {
+            break;
+        }
+    }
+    assert_eq!(
+        folded, 24_000,
+        "each row taken off its page, and placed again"
+    );
+    assert_eq!(placed_rows(&pool).await, 12_000);
+    placements_agree(&pool, MAX_URLS).await;
+}
+
 /// A bulk delete takes the runs it empties whole, and writes the rest of a
 /// run it leaves partly again, in order; a URL renamed away twice in one
 /// transaction (two removals of it) leaves its run once.
