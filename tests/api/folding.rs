@@ -821,10 +821,18 @@ async fn a_bulk_change_of_many_placed_rows_sorts_them_as_few(pool: PgPool) {
     exec(&pool, "UPDATE sitemap_urls SET loc = loc || '-moved'").await;
     let mut folded = 0;
     loop {
-        let (rows, _, caught_up) = fold_batch_on(&mut folder, Some(5_000)).await;
+        let (rows, began_a_pass, caught_up) = fold_batch_on(&mut folder, Some(5_000)).await;
         folded += rows;
         if caught_up {
             break;
+        }
+        if began_a_pass {
+            let placed_through: Option<i64> =
+                sqlx::query_scalar("SELECT pass_placed_through FROM sitemap_fold_state")
+                    .fetch_one(&pool)
+                    .await
+                    .expect("fold state");
+            assert_eq!(placed_through, Some(0), "no row placed when the pass began");
         }
     }
     assert_eq!(
