@@ -1046,18 +1046,20 @@ BEGIN
     ), announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'removed', seen FROM gone WHERE NOT stashing
+    ), per_page AS MATERIALIZED (
+        SELECT site, section, page, count(*) AS n, sum(bytes) AS bytes FROM gone GROUP BY site, section, page
     ), kept AS (
         INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT e.site, 'removed', seen, array_agg(e.loc)
-        FROM gone e
-        JOIN (SELECT site, count(*) > 10000 AS many FROM gone GROUP BY site) c
-            ON c.site = e.site
+        SELECT site, 'removed', seen, array_agg(loc)
+        FROM gone
         WHERE stashing
-        GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
+        GROUP BY site,
+                 CASE WHEN site = ANY (ARRAY(SELECT site FROM per_page GROUP BY site HAVING sum(n) > 10000))
+                      THEN id / 10000 END
+        ORDER BY min(id)
     )
     INSERT INTO sitemap_fold_page_deltas
-    SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
-    FROM gone GROUP BY site, section, page;
+    SELECT site, section, page, -n, -bytes, 0, 0, 0, n, false FROM per_page;
     WITH taken AS (
         SELECT id, site, loc FROM sitemap_fold_removals WHERE id IS NOT NULL
     ), dropped AS (

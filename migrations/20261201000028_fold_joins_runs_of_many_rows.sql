@@ -11,6 +11,11 @@
 -- the sites whose kept entries go by blocks of ids come from them: the
 -- statement that wrote the kept rows' entries scanned them three times.
 --
+-- The removals' page deltas come from one count by page of the runs'
+-- members they take, and so do the sites whose 'removed' entries go by
+-- blocks of ids: joining every member with its site's count took 30 of
+-- 400 ms for 150,000 removals.
+--
 -- The newest placed row bounds which rows read may have a placement. It was
 -- looked up before the fold's removals: a pass that began in the fold that
 -- took the last removals of a rename of every row found every row it read
@@ -309,18 +314,20 @@ BEGIN
     ), announced AS (
         INSERT INTO sitemap_changes (site, loc, change, committed_at)
         SELECT site, loc, 'removed', seen FROM gone WHERE NOT stashing
+    ), per_page AS MATERIALIZED (
+        SELECT site, section, page, count(*) AS n, sum(bytes) AS bytes FROM gone GROUP BY site, section, page
     ), kept AS (
         INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT e.site, 'removed', seen, array_agg(e.loc)
-        FROM gone e
-        JOIN (SELECT site, count(*) > 10000 AS many FROM gone GROUP BY site) c
-            ON c.site = e.site
+        SELECT site, 'removed', seen, array_agg(loc)
+        FROM gone
         WHERE stashing
-        GROUP BY e.site, CASE WHEN c.many THEN e.id / 10000 END ORDER BY min(e.id)
+        GROUP BY site,
+                 CASE WHEN site = ANY (ARRAY(SELECT site FROM per_page GROUP BY site HAVING sum(n) > 10000))
+                      THEN id / 10000 END
+        ORDER BY min(id)
     )
     INSERT INTO sitemap_fold_page_deltas
-    SELECT site, section, page, -count(*), -sum(bytes), 0, 0, 0, count(*), false
-    FROM gone GROUP BY site, section, page;
+    SELECT site, section, page, -n, -bytes, 0, 0, 0, n, false FROM per_page;
     WITH taken AS (
         SELECT id, site, loc FROM sitemap_fold_removals WHERE id IS NOT NULL
     ), dropped AS (
