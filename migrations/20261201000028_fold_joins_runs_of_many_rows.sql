@@ -52,12 +52,12 @@ DECLARE
     lane_rows bigint;
     lane boolean := false;
     pass_done boolean;
-    -- whether any row read may have a placement, or names a cluster: a
-    -- batch of new plain rows (a bulk load) skips the steps for those
-    any_placed boolean;
-    any_cluster boolean;
-    -- the rows read that may have a placement, and the ids they span
+    -- how many rows read may have a placement, and whether any names a
+    -- cluster: a batch of new plain rows (a bulk load) skips the steps for
+    -- those
     placed_read bigint;
+    any_cluster boolean;
+    -- the ids the rows read that may have a placement span
     lowest_placed_read bigint;
     highest_placed_read bigint;
     -- the changed rows found in runs, by fate (see above)
@@ -424,11 +424,10 @@ BEGIN
         ANALYZE sitemap_fold_rows;
     END IF;
     stashing := stashing OR (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10000) c) = 10000;
-    SELECT coalesce(bool_or(may_be_placed), false), coalesce(bool_or(cluster IS NOT NULL), false),
-           count(*) FILTER (WHERE may_be_placed), min(id) FILTER (WHERE may_be_placed),
-           max(id) FILTER (WHERE may_be_placed)
-    INTO any_placed, any_cluster, placed_read, lowest_placed_read, highest_placed_read FROM sitemap_fold_rows;
-    IF any_placed THEN
+    SELECT count(*) FILTER (WHERE may_be_placed), coalesce(bool_or(cluster IS NOT NULL), false),
+           min(id) FILTER (WHERE may_be_placed), max(id) FILTER (WHERE may_be_placed)
+    INTO placed_read, any_cluster, lowest_placed_read, highest_placed_read FROM sitemap_fold_rows;
+    IF placed_read > 0 THEN
         -- Changed rows that stand in a run: one whose entry is as the run
         -- placed it (the same site, section and loc, still plain: an update of
         -- lastmod, say) stays there, and only its page's lastmod moves (below);
@@ -505,7 +504,7 @@ BEGIN
     END IF;
 
     -- Clusters the changed rows name now or were folded with.
-    IF any_placed OR any_cluster THEN
+    IF placed_read > 0 OR any_cluster THEN
         INSERT INTO sitemap_fold_clusters (cluster)
         SELECT f.cluster FROM sitemap_fold_rows f WHERE f.cluster IS NOT NULL
         UNION
@@ -521,7 +520,7 @@ BEGIN
     -- links of their cluster. Each takes its new size where it is, unless
     -- its page cannot hold what the growth adds: then the rows that grew
     -- leave it and are placed again, at the end of their section.
-    IF any_placed OR EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN
+    IF placed_read > 0 OR EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN
         WITH candidates AS (
             SELECT f.id, NOT f.replaced AS announced FROM sitemap_fold_rows f WHERE f.may_be_placed
             UNION

@@ -528,11 +528,7 @@ async fn a_large_folds_kept_entries_are_grouped_by_site(pool: PgPool) {
     exec(&pool, "DELETE FROM sitemap_urls WHERE site <> 'default'").await;
     fold_on(&mut folder).await;
     assert_eq!(kept_per_site("removed").await, (3000, 15_000));
-    state
-        .store
-        .write_out_feed(Turn::Wait)
-        .await
-        .expect("written out");
+    write_out_feed(&state).await;
     let written: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_changes")
         .fetch_one(&pool)
         .await
@@ -649,6 +645,15 @@ async fn a_fold_of_rows_kept_in_their_runs_has_nothing_to_place(pool: PgPool) {
     assert_eq!(updated, 2_000, "each update in the feed");
 }
 
+/// Writes out every feed entry the folds kept, as the service's writer does.
+async fn write_out_feed(state: &sitemapd::http::HttpState) {
+    state
+        .store
+        .write_out_feed(Turn::Wait)
+        .await
+        .expect("written out");
+}
+
 /// What `sitemap_fold_begin` says of the rows it would read on `conn` now:
 /// whether none is left to place. Rolled back.
 async fn nothing_to_place(conn: &mut sqlx::PgConnection) -> bool {
@@ -757,11 +762,7 @@ async fn a_bulk_change_of_many_placed_rows_sorts_them_as_few(pool: PgPool) {
     // Twelve pages of 1,000: fifteen runs of 64 and one of 40 on each.
     assert_eq!(placement_shape(&pool).await, (192, 12_000, 0));
     let loc = |n: u32| format!("{BASE_URL}bulk/{n}");
-    state
-        .store
-        .write_out_feed(Turn::Wait)
-        .await
-        .expect("written out");
+    write_out_feed(&state).await;
     let feed_end: i64 = sqlx::query_scalar("SELECT max(seq) FROM sitemap_changes")
         .fetch_one(&pool)
         .await
@@ -796,11 +797,7 @@ async fn a_bulk_change_of_many_placed_rows_sorts_them_as_few(pool: PgPool) {
     .expect("kept entries");
     // 153's, then the kept rows' by blocks of 10,000 ids
     assert_eq!(kept, [1, 9_997, 2_001]);
-    state
-        .store
-        .write_out_feed(Turn::Wait)
-        .await
-        .expect("written out");
+    write_out_feed(&state).await;
     let feed: Vec<(String, i64)> = sqlx::query_as(
         "SELECT change, count(*) FROM sitemap_changes WHERE seq > $1 GROUP BY change ORDER BY change",
     )
