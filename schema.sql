@@ -748,10 +748,10 @@ COMMENT ON FUNCTION public.sitemap_fold_audit_sites() IS 'Part of a fold: writes
 
 
 --
--- Name: sitemap_fold_begin(bigint); Type: FUNCTION; Schema: public; Owner: -
+-- Name: sitemap_fold_begin(bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.sitemap_fold_begin(max_rows bigint DEFAULT NULL::bigint, OUT started boolean, OUT nothing_to_place boolean) RETURNS record
+CREATE FUNCTION public.sitemap_fold_begin(max_rows bigint DEFAULT NULL::bigint, removals_taken bigint DEFAULT NULL::bigint, OUT started boolean, OUT nothing_to_place boolean) RETURNS record
     LANGUAGE plpgsql
     SET jit TO 'off'
     SET enable_seqscan TO 'off'
@@ -826,148 +826,21 @@ BEGIN
                   HINT = 'lock sitemap_fold_state before the transaction''s first query';
     END IF;
 
-    -- Working tables, kept by the connection between folds (emptied at
-    -- each commit), so frequent folds do not churn the catalog.
-    -- rows in runs that this fold finds changed
-    IF to_regclass('pg_temp.sitemap_fold_in_runs') IS NULL THEN
-        CREATE TEMP TABLE sitemap_fold_in_runs (
-            id bigint NOT NULL,
-            -- where the run placed it
-            site text NOT NULL,
-            section text NOT NULL,
-            page integer NOT NULL,
-            bytes integer NOT NULL,
-            loc text NOT NULL,
-            -- 'moved' (now another URL), 'kept' (its entry as placed: it
-            -- stays), or 'changed' (placed alone from here on)
-            fate text NOT NULL
-        ) ON COMMIT DELETE ROWS;
-    END IF;
-    IF to_regclass('pg_temp.sitemap_fold_rows') IS NULL THEN
-        -- the rows to fold, as they are now
-        CREATE TEMP TABLE sitemap_fold_rows (
-            -- the transaction it was read as changed by (none when it is
-            -- placed again)
-            change_xid xid8 NULL,
-            id bigint NOT NULL,
-            site text NOT NULL,
-            section text NOT NULL,
-            loc text NOT NULL,
-            cluster text NULL,
-            -- the entry's bytes without its cluster's links
-            own_bytes integer NOT NULL,
-            images integer NOT NULL,
-            videos integer NOT NULL,
-            -- placed again (a configuration change, or it outgrew its
-            -- page), not changed: not news
-            replaced boolean NOT NULL,
-            -- it may have a placement: the joins with sitemap_placements
-            -- take only these (new rows of a bulk load have none, and
-            -- finding that out took a scan of every placement)
-            may_be_placed boolean NOT NULL,
-            -- its lastmod, when it was read as changed: one later than the
-            -- fold's time is served as that (sitemap_fold_clamp_lastmods)
-            lastmod timestamptz NULL
-        ) ON COMMIT DELETE ROWS;
-        -- each step's per-page deltas, applied once at the end (a page's
-        -- count only falls before then, so placing against it is safe)
-        CREATE TEMP TABLE sitemap_fold_page_deltas (
-            site text NOT NULL,
-            section text NOT NULL,
-            page integer NOT NULL,
-            url_count bigint NOT NULL,
-            bytes bigint NOT NULL,
-            images bigint NOT NULL,
-            videos bigint NOT NULL,
-            alternates bigint NOT NULL,
-            -- rows placed, changed in place or taken off the page
-            rows_folded bigint NOT NULL,
-            -- already added to the page (growth is, before placing)
-            applied boolean NOT NULL DEFAULT false
-        ) ON COMMIT DELETE ROWS;
-        -- clusters whose membership may have changed, and whether the
-        -- links they serve did
-        CREATE TEMP TABLE sitemap_fold_clusters (
-            cluster text PRIMARY KEY,
-            -- as rebuilt from its rows (not built: it has none left)
-            built boolean NOT NULL DEFAULT false,
-            hreflangs text[] NULL,
-            hrefs text[] NULL,
-            link_bytes integer NULL,
-            problem text NULL,
-            changed boolean NOT NULL DEFAULT false
-        ) ON COMMIT DELETE ROWS;
-    END IF;
-    -- made by this connection before the table had the column (see above)
-    IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                   WHERE attrelid = 'pg_temp.sitemap_fold_rows'::regclass AND attname = 'lastmod') THEN
-        ALTER TABLE pg_temp.sitemap_fold_rows ADD COLUMN lastmod timestamptz NULL;
-    END IF;
-    -- the fold under way in this transaction, from its beginning to its end
-    IF to_regclass('pg_temp.sitemap_fold_pass') IS NULL THEN
-        CREATE TEMP TABLE sitemap_fold_pass (
-            pass_snapshot pg_snapshot NOT NULL,
-            pass_done boolean NOT NULL,
-            seen timestamptz NOT NULL,
-            stashing boolean NOT NULL
-        ) ON COMMIT DELETE ROWS;
-    END IF;
-    IF to_regclass('pg_temp.sitemap_fold_lane') IS NULL THEN
-        -- this fold's lane: the snapshot it folded through, when it is one
-        CREATE TEMP TABLE sitemap_fold_lane (
-            lane_snapshot pg_snapshot NULL,
-            pass_placed_through bigint NULL
-        ) ON COMMIT DELETE ROWS;
-    END IF;
+    PERFORM sitemap_fold_working_tables();
     IF EXISTS (SELECT 1 FROM sitemap_fold_pass) THEN
         RAISE EXCEPTION 'sitemap_fold_begin(): a fold began in this transaction already; one fold a transaction';
     END IF;
-    -- The rows the service places (see above): every row read without a
-    -- place, its size and reason to be left out as they are now.
-    IF to_regclass('pg_temp.sitemap_fold_unplaced') IS NULL THEN
-        CREATE TEMP VIEW sitemap_fold_unplaced AS
-        SELECT f.id, f.site, f.section, f.loc, sitemap_loc_hash(f.loc) AS loc_hash,
-               f.cluster, f.replaced, f.images, f.videos,
-               f.own_bytes + coalesce(k.link_bytes, 0) AS bytes,
-               coalesce(cardinality(k.hrefs), 0) AS alternates,
-               CASE WHEN s.site IS NULL THEN 'site not configured'
-                    WHEN NOT ((s.plain_base AND starts_with(f.loc, s.base) AND strpos(f.loc, '/.') = 0)
-                              OR sitemap_loc_in_scope(f.loc, s.origin, s.path_prefix))
-                        THEN 'loc outside the site''s base URL ' || s.origin || s.path_prefix
-                    WHEN f.own_bytes + coalesce(k.link_bytes, 0) > (SELECT entry_budget FROM sitemap_settings)
-                        THEN format('entry of %s bytes, over the page budget of %s (max_bytes less %s)',
-                                    f.own_bytes + coalesce(k.link_bytes, 0),
-                                    (SELECT entry_budget FROM sitemap_settings), 1024)
-               END AS skip_reason
-        -- the settings in subqueries, not joined: a join is a step per row
-        -- even for a query that reads no setting (the feed's)
-        FROM sitemap_fold_rows f
-        -- Each site's base, and whether the scope rule's shortcut holds for
-        -- it (see sitemap_loc_in_scope), worked out once, not per row: 0.4 s
-        -- per million rows. Grouped by its key, so a query that reads no
-        -- column of it (the feed's) does not join it at all.
-        LEFT JOIN (SELECT site, origin, path_prefix, origin || path_prefix AS base,
-                          left(path_prefix, 1) = '/' AND origin = lower(origin) AS plain_base
-                   FROM sitemap_sites GROUP BY site) s ON s.site = f.site
-        LEFT JOIN sitemap_clusters k ON k.cluster = f.cluster AND k.problem IS NULL
-        WHERE NOT (f.may_be_placed AND (EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id)
-                                         OR EXISTS (SELECT 1 FROM sitemap_fold_in_runs r
-                                                    WHERE r.id = f.id AND r.fate = 'kept')));
-    END IF;
 
-    -- This fold's removals (see above): all of them, or at most max_rows.
-    IF to_regclass('pg_temp.sitemap_fold_removals') IS NULL THEN
-        CREATE TEMP TABLE sitemap_fold_removals (
-            id bigint NULL,
-            site text NULL,
-            loc text NULL
-        ) ON COMMIT DELETE ROWS;
-    END IF;
-    IF max_rows IS NULL THEN
+    -- This fold's removals: those the service took (see above), or all of
+    -- them, or at most max_rows.
+    IF removals_taken IS NOT NULL THEN
+        removals := removals_taken;
+    ELSIF max_rows IS NULL THEN
         WITH taken AS (
             DELETE FROM sitemap_removals RETURNING id, site, loc
         )
         INSERT INTO sitemap_fold_removals SELECT id, site, loc FROM taken;
+        GET DIAGNOSTICS removals = ROW_COUNT;
     ELSE
         -- by their tuple ids: a bounded take without an index, which would
         -- cost every deleting writer an insert per row
@@ -977,13 +850,13 @@ BEGIN
             RETURNING id, site, loc
         )
         INSERT INTO sitemap_fold_removals SELECT id, site, loc FROM taken;
+        GET DIAGNOSTICS removals = ROW_COUNT;
     END IF;
-    GET DIAGNOSTICS removals = ROW_COUNT;
     more_removals := coalesce(removals >= max_rows, false);
     -- many removals keep their entries, as many rows read do (below)
     stashing := stashing OR removals >= 10000;
     UPDATE sitemap_fold_state SET removals_left = more_removals;
-    IF removals > 10000 THEN
+    IF removals > 10000 AND removals_taken IS NULL THEN
         ANALYZE sitemap_fold_removals;
         SELECT min(id), max(id) INTO lowest_removed, highest_removed FROM sitemap_fold_removals;
     END IF;
@@ -1007,7 +880,7 @@ BEGIN
     -- them here, their runs found once: a run they all leave goes whole,
     -- and only the runs they leave partly are taken apart and written
     -- again without them. The statement after it takes the ones placed
-    -- alone.
+    -- alone. Removals the service took it has applied to the runs itself.
     -- Few removals find their runs by id, one probe each; many read the
     -- runs over their ids once and join them to the removals, one hash of
     -- them (not two, as sitemap_run_members and a join with its result
@@ -1015,51 +888,53 @@ BEGIN
     -- statement, not noted on the way.
     -- A URL renamed away twice has two removals: one is kept, as a sort
     -- of the batch costs less than inserting it with ON CONFLICT.
-    WITH gone AS MATERIALIZED (
-        SELECT DISTINCT ON (h.id) h.run, h.id, h.site, h.section, h.page, h.bytes, r.loc
-        FROM (SELECT m.run, m.id, m.site, m.section, m.page, m.loc_hash, m.bytes
-              FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_removals WHERE id IS NOT NULL)) m
-              WHERE removals <= 10000
-              UNION ALL
-              SELECT k.run, m.id, k.site, k.section, k.page, m.loc_hash, m.bytes
-              FROM sitemap_placement_runs k
-              CROSS JOIN LATERAL unnest(k.ids, k.loc_hashes, k.bytes) AS m(id, loc_hash, bytes)
-              WHERE removals > 10000
-                AND k.last_id >= lowest_removed AND k.first_id <= highest_removed) h
-        JOIN sitemap_fold_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
-        ORDER BY h.id
-    ), leaving AS (
-        SELECT run, count(*) AS members FROM gone GROUP BY run
-    ), taken AS (
-        DELETE FROM sitemap_placement_runs r USING leaving l
-        WHERE r.run = l.run
-        RETURNING r.run, r.site, r.section, r.page, r.ids, r.loc_hashes, r.bytes,
-                  cardinality(r.ids) > l.members AS partly
-    ), rewritten AS (
-        INSERT INTO sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
-        SELECT t.site, t.section, t.page, min(m.id), max(m.id),
-               array_agg(m.id ORDER BY m.id), array_agg(m.loc_hash ORDER BY m.id), array_agg(m.bytes ORDER BY m.id)
-        FROM taken t
-        CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
-        WHERE t.partly AND NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = m.id)
-        GROUP BY t.run, t.site, t.section, t.page
-    ), announced AS (
-        INSERT INTO sitemap_changes (site, loc, change, committed_at)
-        SELECT site, loc, 'removed', seen FROM gone WHERE NOT stashing
-    ), per_page AS MATERIALIZED (
-        SELECT site, section, page, count(*) AS n, sum(bytes) AS bytes FROM gone GROUP BY site, section, page
-    ), kept AS (
-        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT site, 'removed', seen, array_agg(loc)
-        FROM gone
-        WHERE stashing
-        GROUP BY site,
-                 CASE WHEN site = ANY (ARRAY(SELECT site FROM per_page GROUP BY site HAVING sum(n) > 10000))
-                      THEN id / 10000 END
-        ORDER BY min(id)
-    )
-    INSERT INTO sitemap_fold_page_deltas
-    SELECT site, section, page, -n, -bytes, 0, 0, 0, n, false FROM per_page;
+    IF removals_taken IS NULL THEN
+        WITH gone AS MATERIALIZED (
+            SELECT DISTINCT ON (h.id) h.run, h.id, h.site, h.section, h.page, h.bytes, r.loc
+            FROM (SELECT m.run, m.id, m.site, m.section, m.page, m.loc_hash, m.bytes
+                  FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_removals WHERE id IS NOT NULL)) m
+                  WHERE removals <= 10000
+                  UNION ALL
+                  SELECT k.run, m.id, k.site, k.section, k.page, m.loc_hash, m.bytes
+                  FROM sitemap_placement_runs k
+                  CROSS JOIN LATERAL unnest(k.ids, k.loc_hashes, k.bytes) AS m(id, loc_hash, bytes)
+                  WHERE removals > 10000
+                    AND k.last_id >= lowest_removed AND k.first_id <= highest_removed) h
+            JOIN sitemap_fold_removals r ON r.id = h.id AND r.site = h.site AND sitemap_loc_hash(r.loc) = h.loc_hash
+            ORDER BY h.id
+        ), leaving AS (
+            SELECT run, count(*) AS members FROM gone GROUP BY run
+        ), taken AS (
+            DELETE FROM sitemap_placement_runs r USING leaving l
+            WHERE r.run = l.run
+            RETURNING r.run, r.site, r.section, r.page, r.ids, r.loc_hashes, r.bytes,
+                      cardinality(r.ids) > l.members AS partly
+        ), rewritten AS (
+            INSERT INTO sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
+            SELECT t.site, t.section, t.page, min(m.id), max(m.id),
+                   array_agg(m.id ORDER BY m.id), array_agg(m.loc_hash ORDER BY m.id), array_agg(m.bytes ORDER BY m.id)
+            FROM taken t
+            CROSS JOIN LATERAL unnest(t.ids, t.loc_hashes, t.bytes) AS m(id, loc_hash, bytes)
+            WHERE t.partly AND NOT EXISTS (SELECT 1 FROM gone g WHERE g.id = m.id)
+            GROUP BY t.run, t.site, t.section, t.page
+        ), announced AS (
+            INSERT INTO sitemap_changes (site, loc, change, committed_at)
+            SELECT site, loc, 'removed', seen FROM gone WHERE NOT stashing
+        ), per_page AS MATERIALIZED (
+            SELECT site, section, page, count(*) AS n, sum(bytes) AS bytes FROM gone GROUP BY site, section, page
+        ), kept AS (
+            INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+            SELECT site, 'removed', seen, array_agg(loc)
+            FROM gone
+            WHERE stashing
+            GROUP BY site,
+                     CASE WHEN site = ANY (ARRAY(SELECT site FROM per_page GROUP BY site HAVING sum(n) > 10000))
+                          THEN id / 10000 END
+            ORDER BY min(id)
+        )
+        INSERT INTO sitemap_fold_page_deltas
+        SELECT site, section, page, -n, -bytes, 0, 0, 0, n, false FROM per_page;
+    END IF;
     WITH taken AS (
         SELECT id, site, loc FROM sitemap_fold_removals WHERE id IS NOT NULL
     ), dropped AS (
@@ -1360,10 +1235,10 @@ END $$;
 
 
 --
--- Name: FUNCTION sitemap_fold_begin(max_rows bigint, OUT started boolean, OUT nothing_to_place boolean); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION sitemap_fold_begin(max_rows bigint, removals_taken bigint, OUT started boolean, OUT nothing_to_place boolean); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, OUT started boolean, OUT nothing_to_place boolean) IS 'Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. Takes the removals (at most max_rows; all when NULL) and applies them; while it may have left some (removals_left), reads nothing else. While a pass is under way, folds as a lane the rows of sitemap_fold_lane_ranges when there are 1 to 10,000 of them, and reads nothing else. Otherwise begins a pass when none is under way and reads changed rows of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read), as many as max_rows leaves room for after the removals. Then applies moves and rows changed in place, takes off their pages the rows that outgrew them, writes the ''updated'' and ''removed'' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass, and whether every row it read stays as its run placed it, so that sitemap_fold_unplaced is empty (nothing_to_place). One fold a transaction.';
+COMMENT ON FUNCTION public.sitemap_fold_begin(max_rows bigint, removals_taken bigint, OUT started boolean, OUT nothing_to_place boolean) IS 'Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. Takes the removals (at most max_rows; all when NULL) and applies them, or, when removals_taken is given, counts that many as taken and applied to the runs by the service, and takes off sitemap_placements those it left in sitemap_fold_removals; while it may have left some (removals_left), reads nothing else. While a pass is under way, folds as a lane the rows of sitemap_fold_lane_ranges when there are 1 to 10,000 of them, and reads nothing else. Otherwise begins a pass when none is under way and reads changed rows of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read), as many as max_rows leaves room for after the removals. Then applies moves and rows changed in place, takes off their pages the rows that outgrew them, writes the ''updated'' and ''removed'' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass, and whether every row it read stays as its run placed it, so that sitemap_fold_unplaced is empty (nothing_to_place). One fold a transaction.';
 
 
 --
@@ -1714,6 +1589,157 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_fold_windows() IS 'Part of a fold, under its lock, before its rows are read: takes off their pages (or out of the left-out) the rows whose visibility window opened or closed since sitemap_fold_state.windows_through, to be placed again by this fold as the window now is, and writes their feed entries (added, removed) at that moment.';
+
+
+--
+-- Name: sitemap_fold_working_tables(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_fold_working_tables() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- Working tables, kept by the connection between folds (emptied at
+    -- each commit), so frequent folds do not churn the catalog.
+    -- rows in runs that this fold finds changed
+    IF to_regclass('pg_temp.sitemap_fold_in_runs') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_in_runs (
+            id bigint NOT NULL,
+            -- where the run placed it
+            site text NOT NULL,
+            section text NOT NULL,
+            page integer NOT NULL,
+            bytes integer NOT NULL,
+            loc text NOT NULL,
+            -- 'moved' (now another URL), 'kept' (its entry as placed: it
+            -- stays), or 'changed' (placed alone from here on)
+            fate text NOT NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    IF to_regclass('pg_temp.sitemap_fold_rows') IS NULL THEN
+        -- the rows to fold, as they are now
+        CREATE TEMP TABLE sitemap_fold_rows (
+            -- the transaction it was read as changed by (none when it is
+            -- placed again)
+            change_xid xid8 NULL,
+            id bigint NOT NULL,
+            site text NOT NULL,
+            section text NOT NULL,
+            loc text NOT NULL,
+            cluster text NULL,
+            -- the entry's bytes without its cluster's links
+            own_bytes integer NOT NULL,
+            images integer NOT NULL,
+            videos integer NOT NULL,
+            -- placed again (a configuration change, or it outgrew its
+            -- page), not changed: not news
+            replaced boolean NOT NULL,
+            -- it may have a placement: the joins with sitemap_placements
+            -- take only these (new rows of a bulk load have none, and
+            -- finding that out took a scan of every placement)
+            may_be_placed boolean NOT NULL,
+            -- its lastmod, when it was read as changed: one later than the
+            -- fold's time is served as that (sitemap_fold_clamp_lastmods)
+            lastmod timestamptz NULL
+        ) ON COMMIT DELETE ROWS;
+        -- each step's per-page deltas, applied once at the end (a page's
+        -- count only falls before then, so placing against it is safe)
+        CREATE TEMP TABLE sitemap_fold_page_deltas (
+            site text NOT NULL,
+            section text NOT NULL,
+            page integer NOT NULL,
+            url_count bigint NOT NULL,
+            bytes bigint NOT NULL,
+            images bigint NOT NULL,
+            videos bigint NOT NULL,
+            alternates bigint NOT NULL,
+            -- rows placed, changed in place or taken off the page
+            rows_folded bigint NOT NULL,
+            -- already added to the page (growth is, before placing)
+            applied boolean NOT NULL DEFAULT false
+        ) ON COMMIT DELETE ROWS;
+        -- clusters whose membership may have changed, and whether the
+        -- links they serve did
+        CREATE TEMP TABLE sitemap_fold_clusters (
+            cluster text PRIMARY KEY,
+            -- as rebuilt from its rows (not built: it has none left)
+            built boolean NOT NULL DEFAULT false,
+            hreflangs text[] NULL,
+            hrefs text[] NULL,
+            link_bytes integer NULL,
+            problem text NULL,
+            changed boolean NOT NULL DEFAULT false
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    -- made by this connection before the table had the column (see above)
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'pg_temp.sitemap_fold_rows'::regclass AND attname = 'lastmod') THEN
+        ALTER TABLE pg_temp.sitemap_fold_rows ADD COLUMN lastmod timestamptz NULL;
+    END IF;
+    -- the fold under way in this transaction, from its beginning to its end
+    IF to_regclass('pg_temp.sitemap_fold_pass') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_pass (
+            pass_snapshot pg_snapshot NOT NULL,
+            pass_done boolean NOT NULL,
+            seen timestamptz NOT NULL,
+            stashing boolean NOT NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    IF to_regclass('pg_temp.sitemap_fold_lane') IS NULL THEN
+        -- this fold's lane: the snapshot it folded through, when it is one
+        CREATE TEMP TABLE sitemap_fold_lane (
+            lane_snapshot pg_snapshot NULL,
+            pass_placed_through bigint NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    -- The rows the service places (see above): every row read without a
+    -- place, its size and reason to be left out as they are now.
+    IF to_regclass('pg_temp.sitemap_fold_unplaced') IS NULL THEN
+        CREATE TEMP VIEW sitemap_fold_unplaced AS
+        SELECT f.id, f.site, f.section, f.loc, sitemap_loc_hash(f.loc) AS loc_hash,
+               f.cluster, f.replaced, f.images, f.videos,
+               f.own_bytes + coalesce(k.link_bytes, 0) AS bytes,
+               coalesce(cardinality(k.hrefs), 0) AS alternates,
+               CASE WHEN s.site IS NULL THEN 'site not configured'
+                    WHEN NOT ((s.plain_base AND starts_with(f.loc, s.base) AND strpos(f.loc, '/.') = 0)
+                              OR sitemap_loc_in_scope(f.loc, s.origin, s.path_prefix))
+                        THEN 'loc outside the site''s base URL ' || s.origin || s.path_prefix
+                    WHEN f.own_bytes + coalesce(k.link_bytes, 0) > (SELECT entry_budget FROM sitemap_settings)
+                        THEN format('entry of %s bytes, over the page budget of %s (max_bytes less %s)',
+                                    f.own_bytes + coalesce(k.link_bytes, 0),
+                                    (SELECT entry_budget FROM sitemap_settings), 1024)
+               END AS skip_reason
+        -- the settings in subqueries, not joined: a join is a step per row
+        -- even for a query that reads no setting (the feed's)
+        FROM sitemap_fold_rows f
+        -- Each site's base, and whether the scope rule's shortcut holds for
+        -- it (see sitemap_loc_in_scope), worked out once, not per row: 0.4 s
+        -- per million rows. Grouped by its key, so a query that reads no
+        -- column of it (the feed's) does not join it at all.
+        LEFT JOIN (SELECT site, origin, path_prefix, origin || path_prefix AS base,
+                          left(path_prefix, 1) = '/' AND origin = lower(origin) AS plain_base
+                   FROM sitemap_sites GROUP BY site) s ON s.site = f.site
+        LEFT JOIN sitemap_clusters k ON k.cluster = f.cluster AND k.problem IS NULL
+        WHERE NOT (f.may_be_placed AND (EXISTS (SELECT 1 FROM sitemap_placements p WHERE p.id = f.id)
+                                         OR EXISTS (SELECT 1 FROM sitemap_fold_in_runs r
+                                                    WHERE r.id = f.id AND r.fate = 'kept')));
+    END IF;
+    -- This fold's removals: all of them, or at most max_rows.
+    IF to_regclass('pg_temp.sitemap_fold_removals') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_removals (
+            id bigint NULL,
+            site text NULL,
+            loc text NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_fold_working_tables(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_fold_working_tables() IS 'Makes this connection''s temporary working tables of a fold (kept between folds, emptied at each commit) and the view sitemap_fold_unplaced, where they are missing. sitemap_fold_begin calls it; the service calls it first when it applies the removals itself.';
 
 
 --

@@ -16,7 +16,8 @@
 //!   (`summaries` in memory, the `cache` of built pages, `render` and its
 //!   `codec`s, the `indexes`, the background `warmup`, the `skips` log).
 //! - fold: `fold` (the loop, a few times a second) → `store::fold` (the
-//!   fold's SQL, and the numbering of the rows it places).
+//!   fold's SQL, and the numbering of the rows it places) and
+//!   `store::removals` (the removals it takes out of runs).
 //! - ingest: the `import` command → [`ingest`] (readers, the validator every
 //!   record goes through, the write API's too) → `store::import`.
 //! - announce: [`announce`] (IndexNow pushes, index submissions) →

@@ -26,6 +26,7 @@ use sqlx::PgConnection;
 
 use super::binary_copy::{self, CopyIn};
 use super::numbering::{self, Limits, Numbered, PageGain, Run, Tail, Unplaced};
+use super::removals;
 use super::robots::{self, ROBOTS_DISALLOWED, SiteJudge, Verdict};
 use super::turn::HeldTurn;
 use super::{Error, Store};
@@ -242,9 +243,11 @@ impl Store {
 /// READ, with `sitemap_fold_state` locked before its first query. One fold
 /// a transaction; the caller commits it.
 ///
-/// The schema does all of a fold but placing the rows left to place
-/// (migration `numbering_in_the_service`): `sitemap_fold_begin` reads the
-/// batch and applies what changed, this reads the rows left to place in one
+/// The schema does all of a fold but the removals from runs and placing
+/// the rows left to place (migrations `numbering_in_the_service` and
+/// `removals_applied_by_the_service`): [`removals`] takes the removals and
+/// applies those in runs, `sitemap_fold_begin` the rest, reads the batch
+/// and applies what changed, this reads the rows left to place in one
 /// binary `COPY` (unless `sitemap_fold_begin` says none is left), numbers
 /// them ([`numbering`]) and writes their feed entries, runs and placements
 /// back the same way, and `sitemap_fold_end` sums up.
@@ -275,9 +278,11 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_fold_windows()")
         .execute(&mut *conn)
         .await?;
+    let (removals_taken, max_rows) = removals::take_removals(conn, max_rows).await?;
     let (began_a_pass, nothing_to_place): (bool, bool) =
-        sqlx::query_as("SELECT started, nothing_to_place FROM sitemap_fold_begin($1)")
+        sqlx::query_as("SELECT started, nothing_to_place FROM sitemap_fold_begin($1, $2)")
             .bind(max_rows)
+            .bind(removals_taken)
             .fetch_one(&mut *conn)
             .await?;
     sqlx::query("SELECT sitemap_fold_forget_clamps()")
@@ -348,9 +353,7 @@ const STASH_BLOCK: i64 = 10_000;
 /// Writes the `added` feed entries of the rows placed (see
 /// [`AddedEntries`]), before their placements, stamped with the fold's
 /// time, with the fold's other entries: to the feed, or kept for its
-/// writer (a row per site, or per [`STASH_BLOCK`] ids for a site with
-/// more, in the order of their lowest ids), as `sitemap_fold_begin`
-/// decided for the whole fold.
+/// writer, as `sitemap_fold_begin` decided for the whole fold.
 ///
 /// The service has every loc at hand from its read of the rows to place;
 /// grouped in SQL, they were read again, hashed twice and aggregated: 100
@@ -364,15 +367,39 @@ async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Res
         sqlx::query_as("SELECT stashing, seen FROM sitemap_fold_pass")
             .fetch_one(&mut *conn)
             .await?;
-    let site_of = |i: usize| unplaced.sections[added.entries[i].section].site.as_str();
+    write_entries(conn, "added", seen, stashing, added.entries.len(), |i| {
+        let entry = &added.entries[i];
+        (
+            unplaced.sections[entry.section].site.as_str(),
+            added.loc(i),
+            entry.id,
+        )
+    })
+    .await
+}
+
+/// Writes `count` feed entries of one `change`, stamped `seen`; `entry`
+/// gives each one's site, loc and row id. They go to the feed, or, when
+/// `stashing`, are kept for its writer: a row per site, or per
+/// [`STASH_BLOCK`] ids for a site with more, in the order of their lowest
+/// ids, each listing its locs in the order given.
+pub(super) async fn write_entries<'e>(
+    conn: &mut PgConnection,
+    change: &str,
+    seen: time::OffsetDateTime,
+    stashing: bool,
+    count: usize,
+    entry: impl Fn(usize) -> (&'e str, &'e str, i64),
+) -> Result<(), Error> {
     if !stashing {
         let mut copy = CHANGES.open(conn).await?;
-        for i in 0..added.entries.len() {
+        for i in 0..count {
+            let (site, loc, _) = entry(i);
             copy.rows()
                 .tuple()
-                .text(site_of(i))
-                .text(added.loc(i))
-                .text("added")
+                .text(site)
+                .text(loc)
+                .text(change)
                 .timestamptz(seen);
             copy.flush().await?;
         }
@@ -381,19 +408,17 @@ async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Res
     }
 
     let mut per_site: HashMap<&str, i64> = HashMap::new();
-    for i in 0..added.entries.len() {
-        *per_site.entry(site_of(i)).or_default() += 1;
+    for i in 0..count {
+        *per_site.entry(entry(i).0).or_default() += 1;
     }
     // a site, and its block of ids when it has many, to its lowest id and
     // its entries
     let mut blocks = HashMap::new();
-    for (i, entry) in added.entries.iter().enumerate() {
-        let site = site_of(i);
-        let block = (per_site[site] > STASH_BLOCK).then_some(entry.id / STASH_BLOCK);
-        let (lowest, members) = blocks
-            .entry((site, block))
-            .or_insert((entry.id, Vec::new()));
-        *lowest = (*lowest).min(entry.id);
+    for i in 0..count {
+        let (site, _, id) = entry(i);
+        let block = (per_site[site] > STASH_BLOCK).then_some(id / STASH_BLOCK);
+        let (lowest, members) = blocks.entry((site, block)).or_insert((id, Vec::new()));
+        *lowest = (*lowest).min(id);
         members.push(i);
     }
     let mut kept: Vec<(i64, &str, Vec<usize>)> = blocks
@@ -406,9 +431,9 @@ async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Res
         copy.rows()
             .tuple()
             .text(site)
-            .text("added")
+            .text(change)
             .timestamptz(seen)
-            .text_array(members.iter().map(|&i| added.loc(i)));
+            .text_array(members.iter().map(|&i| entry(i).1));
         copy.flush().await?;
     }
     copy.finish().await?;
@@ -416,7 +441,7 @@ async fn announce_added(conn: &mut PgConnection, unplaced: &UnplacedRows) -> Res
 }
 
 /// The runs a fold writes, each tuple in this order.
-const RUNS: CopyIn = CopyIn::new(
+pub(super) const RUNS: CopyIn = CopyIn::new(
     "COPY sitemap_placement_runs (site, section, page, first_id, last_id, ids, loc_hashes, bytes)
      FROM STDIN (FORMAT binary)",
 );

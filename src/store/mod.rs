@@ -31,6 +31,7 @@ mod numbering;
 mod push;
 mod reads;
 mod records;
+mod removals;
 mod robots;
 mod servers;
 mod sites;

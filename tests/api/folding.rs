@@ -971,6 +971,149 @@ async fn many_removals_leave_their_runs_once_and_in_order(pool: PgPool) {
     check_invariants(&app, MAX_URLS).await;
 }
 
+/// The service applies a fold's removals to the runs itself, reading the
+/// runs over many removals' ids a bounded number at a time; an older
+/// build's fold leaves them to `sitemap_fold_begin` during a rolling
+/// deploy. Both leave the same pages, runs and feed: section `a` is folded
+/// by the service, section `b`, changed alike, by the schema alone.
+#[sqlx::test]
+async fn removals_applied_by_the_service_leave_what_the_schema_leaves(pool: PgPool) {
+    // Runs of 10 rows at most (a page's), so a delete of every other row
+    // hits more runs than the service reads at once.
+    const MAX_URLS: i64 = 10;
+    let app = TestApp::spawn_with(pool, |s| s.max_urls = MAX_URLS as u32).await;
+    for section in ["a", "b"] {
+        app.insert_urls(section, &format!("{section}/"), 24_000)
+            .await;
+        exec(
+            &app.pool,
+            &format!(
+                "UPDATE sitemap_urls SET images = '[{{\"loc\": \"https://cdn.example.net/7.jpg\"}}]'
+                 WHERE loc = '{BASE_URL}{section}/7'"
+            ),
+        )
+        .await;
+    }
+    app.fold().await;
+    assert_eq!(placement_shape(&app.pool).await.2, 2, "each 7 placed alone");
+    let mut folder = app.pool.acquire().await.expect("connection");
+
+    // Many removals (every odd row, 7 among them, and 250 renamed away
+    // twice: 12,003 in a fold), then few.
+    let changes = [
+        "DELETE FROM sitemap_urls WHERE section = '{s}' AND split_part(loc, '/', 5)::int % 2 = 1;
+         UPDATE sitemap_urls SET loc = loc || '-b' WHERE loc = '{base}{s}/250';
+         UPDATE sitemap_urls SET loc = '{base}{s}/250' WHERE loc = '{base}{s}/250-b';
+         UPDATE sitemap_urls SET loc = loc || '-c' WHERE loc = '{base}{s}/250'",
+        "DELETE FROM sitemap_urls WHERE section = '{s}'
+             AND split_part(loc, '/', 5) IN ('2', '4', '6', '8', '12')",
+    ];
+    for change in changes {
+        for section in ["a", "b"] {
+            let sql = change.replace("{s}", section).replace("{base}", BASE_URL);
+            exec(&app.pool, &sql).await;
+            fold_removals_alone(&mut folder, section == "a").await;
+            app.fold().await;
+        }
+        let by_section = |section: &'static str| {
+            let pool = app.pool.clone();
+            async move {
+                let pages: Vec<(i32, i32, i64)> = sqlx::query_as(
+                    "SELECT page, url_count, bytes FROM sitemap_pages WHERE section = $1 ORDER BY page",
+                )
+                .bind(section)
+                .fetch_all(&pool)
+                .await
+                .expect("pages");
+                let removed: (i64, i64) = sqlx::query_as(
+                    "SELECT count(*), count(DISTINCT loc) FROM sitemap_changes
+                     WHERE change = 'removed' AND starts_with(loc, $1)",
+                )
+                .bind(format!("{BASE_URL}{section}/"))
+                .fetch_one(&pool)
+                .await
+                .expect("feed");
+                (pages, removed)
+            }
+        };
+        let (a, b) = (by_section("a").await, by_section("b").await);
+        let differing: Vec<_> =
+            a.0.iter()
+                .zip(&b.0)
+                .filter(|(a, b)| a != b)
+                .take(5)
+                .collect();
+        assert_eq!(differing, [], "the same pages both ways");
+        assert_eq!(a.0.len(), b.0.len(), "as many pages both ways");
+        assert_eq!(a.1, b.1, "the same feed both ways");
+    }
+    let (pages, removed) = by_section_totals(&app.pool, "a").await;
+    assert_eq!(pages, 11_995, "half the rows, less five");
+    assert_eq!(removed, 12_006, "each URL that left, once");
+
+    let runs: Vec<(i64, i64, Vec<i64>)> =
+        sqlx::query_as("SELECT first_id, last_id, ids FROM sitemap_placement_runs")
+            .fetch_all(&app.pool)
+            .await
+            .expect("runs");
+    assert!(runs.iter().all(|(first, last, ids)| {
+        ids.windows(2).all(|pair| pair[0] < pair[1])
+            && ids.first() == Some(first)
+            && ids.last() == Some(last)
+    }));
+    // A crawl of its 2,400 pages would take minutes of the suite's time.
+    placements_agree(&app.pool, MAX_URLS).await;
+}
+
+/// A fold on `conn` bounded to the removals' count, so that it takes them
+/// all and reads nothing else (the next fold places the rest): by the
+/// service, or, as an older build's fold during a rolling deploy, by
+/// `sitemap_fold_begin` alone.
+async fn fold_removals_alone(conn: &mut sqlx::PgConnection, by_the_service: bool) {
+    begin_a_fold_on(&mut *conn).await;
+    let removals: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_removals")
+        .fetch_one(&mut *conn)
+        .await
+        .expect("removals");
+    if by_the_service {
+        let batch = sitemapd::store::fold_in(&mut *conn, Some(removals))
+            .await
+            .expect("fold");
+        assert!(
+            !batch.caught_up,
+            "a fold that may leave removals reads no row"
+        );
+    } else {
+        let nothing_to_place: bool =
+            sqlx::query_scalar("SELECT nothing_to_place FROM sitemap_fold_begin($1)")
+                .bind(removals)
+                .fetch_one(&mut *conn)
+                .await
+                .expect("fold");
+        assert!(
+            nothing_to_place,
+            "a fold that may leave removals reads no row"
+        );
+        exec_on(&mut *conn, "SELECT sitemap_fold_forget_clamps()").await;
+        exec_on(&mut *conn, "SELECT sitemap_fold_end()").await;
+    }
+    exec_on(&mut *conn, "COMMIT").await;
+}
+
+/// Rows on a section's pages, and the feed's 'removed' entries of its locs.
+async fn by_section_totals(pool: &PgPool, section: &str) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT coalesce(sum(url_count), 0)::bigint FROM sitemap_pages WHERE section = $1),
+                (SELECT count(*) FROM sitemap_changes
+                 WHERE change = 'removed' AND starts_with(loc, $2))",
+    )
+    .bind(section)
+    .bind(format!("{BASE_URL}{section}/"))
+    .fetch_one(pool)
+    .await
+    .expect("totals")
+}
+
 /// A fold of many rows keeps its feed entries for the service to write out
 /// apart from the folds; while any are kept, later folds keep theirs after
 /// them, so the feed, written out, is in fold order. One writer at a time.

@@ -1,0 +1,445 @@
+//! A fold's removals, applied to the runs by the service.
+//!
+//! A row deleted or renamed away leaves a removal (the triggers of
+//! `sitemap_urls`). A fold takes a batch of them straight from their
+//! `DELETE`, reads the runs over their ids, and takes each member that a
+//! removal names (the same id, site and loc hash) out of its run: a run
+//! they all leave goes, one they leave partly is written again without
+//! them. The 'removed' feed entries and the page deltas are written here
+//! too, and `sitemap_fold_begin` is told how many removals were taken
+//! (migration `removals_applied_by_the_service`). Removals no run held are
+//! left to it in `sitemap_fold_removals`: it takes them off
+//! `sitemap_placements`.
+//!
+//! The schema did all of this in one statement, whose join of every
+//! member with the removals, sort and aggregates took about 350 of 600 ms
+//! of a fold of 150,000 removals.
+
+use std::collections::HashMap;
+
+use futures_util::TryStreamExt;
+use sqlx::{PgConnection, Row};
+
+use super::Error;
+use super::binary_copy::CopyIn;
+use super::fold::{RUNS, write_entries};
+
+/// Removals that read the runs over their ids rather than look each one
+/// up, as `sitemap_run_members` decides it.
+const MANY_REMOVALS: usize = 10_000;
+
+/// Removals one fold takes at most, however many rows it may read: the
+/// service holds each one until the fold ends, about 150 bytes with its
+/// loc and what finds it, so a fold's removals take about 15 MB at most.
+const REMOVALS_PER_FOLD: i64 = 100_000;
+
+/// Runs read at a time from those over many removals' ids: a bulk delete
+/// of scattered rows hits most runs it reads, and each is written again.
+const RUNS_READ_AT_ONCE: i64 = 2_000;
+
+/// The removals left for `sitemap_fold_begin`, each tuple in this order.
+const LEFT: CopyIn =
+    CopyIn::new("COPY sitemap_fold_removals (id, site, loc) FROM STDIN (FORMAT binary)");
+
+/// A run as read: its key, where it places its members, its last id, and
+/// its members.
+type StoredRun = (i64, String, String, i32, i64, Vec<i64>, Vec<i64>, Vec<i32>);
+
+/// What a fold's removals leave for `sitemap_fold_begin`.
+/// Takes removals and applies those whose rows stand in runs, in the
+/// fold's transaction, before `sitemap_fold_begin`: at most `max_rows` (all
+/// of them when `None`) and [`REMOVALS_PER_FOLD`]. Returns how many it took
+/// and the bound of the fold's rows for `sitemap_fold_begin`: that many,
+/// when it took all it may take, so that the fold reads no row and the
+/// next one takes the rest of the removals first.
+pub(super) async fn take_removals(
+    conn: &mut PgConnection,
+    max_rows: Option<i64>,
+) -> Result<(i64, Option<i64>), Error> {
+    let at_most = max_rows.map(|max_rows| max_rows.min(REMOVALS_PER_FOLD));
+    sqlx::query("SELECT sitemap_fold_working_tables()")
+        .execute(&mut *conn)
+        .await?;
+    // Each statement here finds what it wants by a key (as the schema's
+    // fold functions, which set this too): planned from the statistics
+    // of a table that was empty when last analyzed, the bounded take
+    // below scanned every removal for each tuple id it wanted.
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *conn)
+        .await?;
+    let taken = Taken::read(conn, at_most).await?;
+    if taken.truncated {
+        // sitemap_fold_begin empties every page, and drops every run and
+        // clamp: the removals taken with the truncation find nothing
+        // placed, and only its mark goes to it.
+        sqlx::query("INSERT INTO sitemap_fold_removals VALUES (NULL, NULL, NULL)")
+            .execute(&mut *conn)
+            .await?;
+    } else if !taken.ids.is_empty() {
+        let removals = Removals::new(&taken);
+        let gone = removals.take_from_runs(conn).await?;
+        let mut left = vec![true; taken.ids.len()];
+        for &(_, removal) in &gone.members {
+            removals.mark_taken(removal, &mut left);
+        }
+        gone.write(conn, &taken).await?;
+        // A removed row's lastmod clamp goes with it
+        // (sitemap_fold_forget_clamps finds it by the removals left),
+        // wherever the row stood.
+        let clamps: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sitemap_lastmod_clamps)")
+                .fetch_one(&mut *conn)
+                .await?;
+        if clamps {
+            left.fill(true);
+        }
+        leave_to_the_schema(conn, &taken, &left).await?;
+    }
+    sqlx::query("SET LOCAL enable_seqscan = DEFAULT")
+        .execute(&mut *conn)
+        .await?;
+    let bound = match at_most {
+        Some(at_most) if taken.count >= at_most => Some(taken.count),
+        _ => max_rows,
+    };
+    Ok((taken.count, bound))
+}
+
+/// The removals a fold took, in the order taken, but a truncation's mark.
+/// Held by column, each site once and the locs in one string: a fold may
+/// take hundreds of thousands.
+#[derive(Default)]
+struct Taken {
+    /// How many were taken, the mark included.
+    count: i64,
+    /// A truncation's mark was among them.
+    truncated: bool,
+    ids: Vec<i64>,
+    /// Each one's site, in `sites`.
+    site_of: Vec<u32>,
+    sites: Vec<String>,
+    site_keys: HashMap<String, u32>,
+    locs: String,
+    /// Where each one's loc ends in `locs`.
+    loc_ends: Vec<usize>,
+    loc_hashes: Vec<i64>,
+}
+
+impl Taken {
+    /// Deletes at most `max_rows` removals (all when `None`) and reads them.
+    async fn read(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<Taken, Error> {
+        // By their tuple ids when bounded: a bounded take without an
+        // index, which would cost every deleting writer an insert per row.
+        let statement = match max_rows {
+            None => sqlx::query(
+                "DELETE FROM sitemap_removals RETURNING id, site, loc, sitemap_loc_hash(loc)",
+            ),
+            Some(max_rows) => sqlx::query(
+                "DELETE FROM sitemap_removals
+                 WHERE ctid = ANY (ARRAY(SELECT ctid FROM sitemap_removals LIMIT $1))
+                 RETURNING id, site, loc, sitemap_loc_hash(loc)",
+            )
+            .bind(max_rows),
+        };
+        // Sized for a full batch up front: grown as they came, the columns
+        // were copied at each doubling, and held twice meanwhile.
+        let expected = usize::try_from(max_rows.unwrap_or(0)).unwrap_or(0);
+        let mut taken = Taken {
+            ids: Vec::with_capacity(expected),
+            site_of: Vec::with_capacity(expected),
+            loc_ends: Vec::with_capacity(expected),
+            loc_hashes: Vec::with_capacity(expected),
+            ..Taken::default()
+        };
+        let mut rows = statement.fetch(&mut *conn);
+        while let Some(row) = rows.try_next().await? {
+            taken.count += 1;
+            // The triggers write an id, site and loc for every removal, and
+            // none of them for a truncation's mark.
+            let (Some(id), Some(site), Some(loc), Some(loc_hash)) = (
+                row.try_get::<Option<i64>, _>(0)?,
+                row.try_get::<Option<&str>, _>(1)?,
+                row.try_get::<Option<&str>, _>(2)?,
+                row.try_get::<Option<i64>, _>(3)?,
+            ) else {
+                taken.truncated = true;
+                continue;
+            };
+            let site = match taken.site_keys.get(site) {
+                Some(&key) => key,
+                None => {
+                    let key = u32::try_from(taken.sites.len()).expect("sites fit in u32");
+                    taken.sites.push(site.to_owned());
+                    taken.site_keys.insert(site.to_owned(), key);
+                    key
+                }
+            };
+            taken.ids.push(id);
+            taken.site_of.push(site);
+            taken.locs.push_str(loc);
+            taken.loc_ends.push(taken.locs.len());
+            taken.loc_hashes.push(loc_hash);
+        }
+        Ok(taken)
+    }
+
+    fn site(&self, removal: usize) -> &str {
+        &self.sites[self.site_of[removal] as usize]
+    }
+
+    fn loc(&self, removal: usize) -> &str {
+        let start = removal
+            .checked_sub(1)
+            .map_or(0, |before| self.loc_ends[before]);
+        &self.locs[start..self.loc_ends[removal]]
+    }
+}
+
+/// The removals taken, found by id.
+struct Removals<'t> {
+    taken: &'t Taken,
+    /// A removal's id to the first removal of it, in `taken`.
+    first: HashMap<i64, usize>,
+    /// The next removal of the same id (a URL renamed away twice has two).
+    next: Vec<Option<usize>>,
+}
+
+impl<'t> Removals<'t> {
+    fn new(taken: &'t Taken) -> Removals<'t> {
+        let mut first = HashMap::with_capacity(taken.ids.len());
+        let mut next = vec![None; taken.ids.len()];
+        for (i, &id) in taken.ids.iter().enumerate().rev() {
+            next[i] = first.insert(id, i);
+        }
+        Removals { taken, first, next }
+    }
+
+    /// The removal naming the member `id` of a run of the site `site` (in
+    /// `Taken::sites`) with `loc_hash`, if one does.
+    fn naming(&self, id: i64, site: u32, loc_hash: i64) -> Option<usize> {
+        let mut at = self.first.get(&id).copied();
+        while let Some(i) = at {
+            if self.taken.site_of[i] == site && self.taken.loc_hashes[i] == loc_hash {
+                return Some(i);
+            }
+            at = self.next[i];
+        }
+        None
+    }
+
+    /// Marks `removal`, and every other removal of the same URL, as
+    /// applied here.
+    fn mark_taken(&self, removal: usize, left: &mut [bool]) {
+        let taken = self.taken;
+        let mut at = self.first.get(&taken.ids[removal]).copied();
+        while let Some(i) = at {
+            if taken.site_of[i] == taken.site_of[removal]
+                && taken.loc_hashes[i] == taken.loc_hashes[removal]
+            {
+                left[i] = false;
+            }
+            at = self.next[i];
+        }
+    }
+
+    /// Takes the members the removals name out of their runs. Few removals
+    /// find their runs by id, one probe each; many read the runs over their
+    /// ids, a bounded number at a time.
+    async fn take_from_runs(&self, conn: &mut PgConnection) -> Result<Gone, Error> {
+        let mut gone = Gone::default();
+        if self.first.len() <= MANY_REMOVALS {
+            let ids: Vec<i64> = self.first.keys().copied().collect();
+            let runs: Vec<StoredRun> = sqlx::query_as(
+                "SELECT run, site, section, page, last_id, ids, loc_hashes, bytes
+                 FROM sitemap_placement_runs
+                 WHERE run = ANY (ARRAY(SELECT DISTINCT run FROM sitemap_run_members($1)))",
+            )
+            .bind(&ids)
+            .fetch_all(&mut *conn)
+            .await?;
+            self.take_out(conn, &runs, &mut gone).await?;
+            return Ok(gone);
+        }
+        let lowest = self.first.keys().min().copied().expect("removals");
+        let highest = self.first.keys().max().copied().expect("removals");
+        // Runs written again end at or before the last one read: the next
+        // read, after it, does not find them.
+        let mut after = lowest - 1;
+        loop {
+            let runs: Vec<StoredRun> = sqlx::query_as(
+                "SELECT run, site, section, page, last_id, ids, loc_hashes, bytes
+                 FROM sitemap_placement_runs
+                 WHERE last_id > $1 AND first_id <= $2
+                 ORDER BY last_id LIMIT $3",
+            )
+            .bind(after)
+            .bind(highest)
+            .bind(RUNS_READ_AT_ONCE)
+            .fetch_all(&mut *conn)
+            .await?;
+            self.take_out(conn, &runs, &mut gone).await?;
+            match runs.last() {
+                Some(run) if runs.len() as i64 == RUNS_READ_AT_ONCE => after = run.4,
+                _ => return Ok(gone),
+            }
+        }
+    }
+
+    /// Takes the members the removals name out of `runs`: deletes each run
+    /// one leaves, writes again those it leaves partly, and notes what went
+    /// in `gone`.
+    async fn take_out(
+        &self,
+        conn: &mut PgConnection,
+        runs: &[StoredRun],
+        gone: &mut Gone,
+    ) -> Result<(), Error> {
+        let mut left_runs = Vec::new();
+        // each run hit, and the members it keeps
+        let mut rewritten: Vec<(&StoredRun, Vec<usize>)> = Vec::new();
+        for stored in runs {
+            let (run, site, section, page, _, ids, loc_hashes, bytes) = stored;
+            // none of the removals is of its site
+            let Some(&site_key) = self.taken.site_keys.get(site) else {
+                continue;
+            };
+            let mut keeps = Vec::new();
+            let mut hit = false;
+            for (member, (&id, &loc_hash)) in ids.iter().zip(loc_hashes).enumerate() {
+                match self.naming(id, site_key, loc_hash) {
+                    Some(removal) => {
+                        hit = true;
+                        gone.members.push((id, removal));
+                        let page = gone.pages.entry((site.clone(), section.clone(), *page));
+                        let (urls, page_bytes) = page.or_default();
+                        *urls += 1;
+                        *page_bytes += i64::from(bytes[member]);
+                    }
+                    None => keeps.push(member),
+                }
+            }
+            if hit {
+                left_runs.push(*run);
+                if !keeps.is_empty() {
+                    // in the order of their ids, as the schema wrote them again
+                    keeps.sort_unstable_by_key(|&member| ids[member]);
+                    rewritten.push((stored, keeps));
+                }
+            }
+        }
+        if left_runs.is_empty() {
+            return Ok(());
+        }
+        sqlx::query("DELETE FROM sitemap_placement_runs WHERE run = ANY ($1)")
+            .bind(&left_runs)
+            .execute(&mut *conn)
+            .await?;
+        if rewritten.is_empty() {
+            return Ok(());
+        }
+        let mut copy = RUNS.open(conn).await?;
+        for ((_, site, section, page, _, ids, loc_hashes, bytes), keeps) in &rewritten {
+            copy.rows()
+                .tuple()
+                .text(site)
+                .text(section)
+                .int4(*page)
+                .int8(ids[keeps[0]])
+                .int8(ids[keeps[keeps.len() - 1]])
+                .int8_array(keeps.iter().map(|&member| ids[member]))
+                .int8_array(keeps.iter().map(|&member| loc_hashes[member]))
+                .int4_array(keeps.iter().map(|&member| bytes[member]));
+            copy.flush().await?;
+        }
+        copy.finish().await?;
+        Ok(())
+    }
+}
+
+/// What the removals took out of the runs.
+#[derive(Default)]
+struct Gone {
+    /// Each member taken, and the removal that named it.
+    members: Vec<(i64, usize)>,
+    /// URLs and bytes taken off each page, by site, section and page.
+    pages: HashMap<(String, String, i32), (i64, i64)>,
+}
+
+impl Gone {
+    /// Writes the 'removed' feed entries, in the order of the rows' ids,
+    /// and the page deltas, for `sitemap_fold_end` to apply. Many removals
+    /// keep their entries, as many rows read do (`sitemap_fold_begin`).
+    async fn write(mut self, conn: &mut PgConnection, taken: &Taken) -> Result<(), Error> {
+        if self.members.is_empty() {
+            return Ok(());
+        }
+        let (stashing, seen): (bool, time::OffsetDateTime) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM sitemap_change_stash) OR $1 >= 10000, clock_timestamp()",
+        )
+        .bind(taken.count)
+        .fetch_one(&mut *conn)
+        .await?;
+        self.members.sort_unstable_by_key(|&(id, _)| id);
+        let members = &self.members;
+        write_entries(conn, "removed", seen, stashing, members.len(), |i| {
+            let (id, removal) = members[i];
+            (taken.site(removal), taken.loc(removal), id)
+        })
+        .await?;
+        let mut sites = Vec::with_capacity(self.pages.len());
+        let mut sections = Vec::with_capacity(self.pages.len());
+        let mut pages = Vec::with_capacity(self.pages.len());
+        let mut urls = Vec::with_capacity(self.pages.len());
+        let mut bytes = Vec::with_capacity(self.pages.len());
+        for ((site, section, page), (page_urls, page_bytes)) in self.pages {
+            sites.push(site);
+            sections.push(section);
+            pages.push(page);
+            urls.push(page_urls);
+            bytes.push(page_bytes);
+        }
+        sqlx::query(
+            "INSERT INTO sitemap_fold_page_deltas
+             SELECT site, section, page, -urls, -bytes, 0, 0, 0, urls, false
+             FROM unnest($1::text[], $2::text[], $3::int4[], $4::int8[], $5::int8[])
+                 AS d(site, section, page, urls, bytes)",
+        )
+        .bind(&sites)
+        .bind(&sections)
+        .bind(&pages)
+        .bind(&urls)
+        .bind(&bytes)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+}
+
+/// Writes the removals marked `left` to `sitemap_fold_removals`, for
+/// `sitemap_fold_begin`; analyzed when many, as it does its own.
+async fn leave_to_the_schema(
+    conn: &mut PgConnection,
+    taken: &Taken,
+    left: &[bool],
+) -> Result<(), Error> {
+    let count = left.iter().filter(|&&left| left).count();
+    if count == 0 {
+        return Ok(());
+    }
+    let mut copy = LEFT.open(conn).await?;
+    for removal in (0..left.len()).filter(|&removal| left[removal]) {
+        copy.rows()
+            .tuple()
+            .int8(taken.ids[removal])
+            .text(taken.site(removal))
+            .text(taken.loc(removal));
+        copy.flush().await?;
+    }
+    copy.finish().await?;
+    if count > MANY_REMOVALS {
+        sqlx::query("ANALYZE sitemap_fold_removals")
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
