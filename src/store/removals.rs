@@ -45,7 +45,6 @@ const LEFT: CopyIn =
 /// its members.
 type StoredRun = (i64, String, String, i32, i64, Vec<i64>, Vec<i64>, Vec<i32>);
 
-/// What a fold's removals leave for `sitemap_fold_begin`.
 /// Takes removals and applies those whose rows stand in runs, in the
 /// fold's transaction, before `sitemap_fold_begin`: at most `max_rows` (all
 /// of them when `None`) and [`REMOVALS_PER_FOLD`]. Returns how many it took
@@ -107,7 +106,7 @@ pub(super) async fn take_removals(
 
 /// The removals a fold took, in the order taken, but a truncation's mark.
 /// Held by column, each site once and the locs in one string: a fold may
-/// take hundreds of thousands.
+/// take [`REMOVALS_PER_FOLD`].
 #[derive(Default)]
 struct Taken {
     /// How many were taken, the mark included.
@@ -141,8 +140,9 @@ impl Taken {
             )
             .bind(max_rows),
         };
-        // Sized for a full batch up front: grown as they came, the columns
-        // were copied at each doubling, and held twice meanwhile.
+        // Sized for a full batch up front: grown as the rows come, each
+        // column would be copied at every doubling, and held twice
+        // meanwhile.
         let expected = usize::try_from(max_rows.unwrap_or(0)).unwrap_or(0);
         let mut taken = Taken {
             ids: Vec::with_capacity(expected),
