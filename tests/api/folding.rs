@@ -939,17 +939,7 @@ async fn many_removals_leave_their_runs_once_and_in_order(pool: PgPool) {
     .await;
     app.fold().await;
 
-    let runs: Vec<(i64, i64, Vec<i64>)> =
-        sqlx::query_as("SELECT first_id, last_id, ids FROM sitemap_placement_runs")
-            .fetch_all(&app.pool)
-            .await
-            .expect("runs");
-    assert!(runs.iter().all(|(first, last, ids)| {
-        ids.windows(2).all(|pair| pair[0] < pair[1])
-            && ids.first() == Some(first)
-            && ids.last() == Some(last)
-    }));
-    let mut in_runs: Vec<i64> = runs.into_iter().flat_map(|run| run.2).collect();
+    let mut in_runs: Vec<i64> = runs_in_order(&app.pool).await.concat();
     in_runs.sort_unstable();
     let kept: Vec<i64> = sqlx::query_scalar("SELECT id FROM sitemap_urls ORDER BY id")
         .fetch_all(&app.pool)
@@ -1051,16 +1041,7 @@ async fn removals_applied_by_the_service_leave_what_the_schema_leaves(pool: PgPo
     assert_eq!(pages, 11_995, "half the rows, less five");
     assert_eq!(removed, 12_006, "each URL that left, once");
 
-    let runs: Vec<(i64, i64, Vec<i64>)> =
-        sqlx::query_as("SELECT first_id, last_id, ids FROM sitemap_placement_runs")
-            .fetch_all(&app.pool)
-            .await
-            .expect("runs");
-    assert!(runs.iter().all(|(first, last, ids)| {
-        ids.windows(2).all(|pair| pair[0] < pair[1])
-            && ids.first() == Some(first)
-            && ids.last() == Some(last)
-    }));
+    runs_in_order(&app.pool).await;
     // A crawl of its 2,400 pages would take minutes of the suite's time.
     placements_agree(&app.pool, MAX_URLS).await;
 }
@@ -1098,6 +1079,22 @@ async fn fold_removals_alone(conn: &mut sqlx::PgConnection, by_the_service: bool
         exec_on(&mut *conn, "SELECT sitemap_fold_end()").await;
     }
     exec_on(&mut *conn, "COMMIT").await;
+}
+
+/// Every run's ids, each run's checked to be in order and bounded by its
+/// first and last id.
+async fn runs_in_order(pool: &PgPool) -> Vec<Vec<i64>> {
+    let runs: Vec<(i64, i64, Vec<i64>)> =
+        sqlx::query_as("SELECT first_id, last_id, ids FROM sitemap_placement_runs")
+            .fetch_all(pool)
+            .await
+            .expect("runs");
+    assert!(runs.iter().all(|(first, last, ids)| {
+        ids.windows(2).all(|pair| pair[0] < pair[1])
+            && ids.first() == Some(first)
+            && ids.last() == Some(last)
+    }));
+    runs.into_iter().map(|(_, _, ids)| ids).collect()
 }
 
 /// Rows on a section's pages, and the feed's 'removed' entries of its locs.
