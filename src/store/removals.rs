@@ -304,21 +304,23 @@ impl<'t> Removals<'t> {
                 continue;
             };
             let mut keeps = Vec::new();
-            let mut hit = false;
+            // URLs and bytes the run's page loses
+            let (mut urls, mut page_bytes) = (0, 0);
             for (member, (&id, &loc_hash)) in ids.iter().zip(loc_hashes).enumerate() {
                 match self.naming(id, site_key, loc_hash) {
                     Some(removal) => {
-                        hit = true;
                         gone.members.push((id, removal));
-                        let page = gone.pages.entry((site.clone(), section.clone(), *page));
-                        let (urls, page_bytes) = page.or_default();
-                        *urls += 1;
-                        *page_bytes += i64::from(bytes[member]);
+                        urls += 1;
+                        page_bytes += i64::from(bytes[member]);
                     }
                     None => keeps.push(member),
                 }
             }
-            if hit {
+            if urls > 0 {
+                let page = gone.pages.entry((site.clone(), section.clone(), *page));
+                let (page_urls, page_total) = page.or_default();
+                *page_urls += urls;
+                *page_total += page_bytes;
                 left_runs.push(*run);
                 if !keeps.is_empty() {
                     // in the order of their ids, as the schema wrote them again
