@@ -263,13 +263,14 @@ impl<'t> Removals<'t> {
         let lowest = self.first.keys().min().copied().expect("removals");
         let highest = self.first.keys().max().copied().expect("removals");
         // Runs written again end at or before the last one read: the next
-        // read, after it, does not find them.
+        // read, after it, does not find them. The read stops at the highest
+        // id, so it never walks the runs past the removals.
         let mut after = lowest - 1;
         loop {
             let runs: Vec<StoredRun> = sqlx::query_as(
                 "SELECT run, site, section, page, last_id, ids, loc_hashes, bytes
                  FROM sitemap_placement_runs
-                 WHERE last_id > $1 AND first_id <= $2
+                 WHERE last_id > $1 AND last_id <= $2
                  ORDER BY last_id LIMIT $3",
             )
             .bind(after)
@@ -280,9 +281,21 @@ impl<'t> Removals<'t> {
             self.take_out(conn, &runs, &mut gone).await?;
             match runs.last() {
                 Some(run) if runs.len() as i64 == RUNS_READ_AT_ONCE => after = run.4,
-                _ => return Ok(gone),
+                _ => break,
             }
         }
+        // the runs that hold the highest id but end past it, which the read
+        // above stops before
+        let spanning: Vec<StoredRun> = sqlx::query_as(
+            "SELECT run, site, section, page, last_id, ids, loc_hashes, bytes
+             FROM sitemap_placement_runs
+             WHERE int8range(first_id, last_id, '[]') @> $1::bigint AND last_id > $1",
+        )
+        .bind(highest)
+        .fetch_all(&mut *conn)
+        .await?;
+        self.take_out(conn, &spanning, &mut gone).await?;
+        Ok(gone)
     }
 
     /// Takes the members the removals name out of `runs`: deletes each run
