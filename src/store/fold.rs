@@ -26,7 +26,7 @@ use sqlx::PgConnection;
 
 use super::binary_copy::{self, CopyIn};
 use super::numbering::{self, Limits, Numbered, PageGain, Run, Tail, Unplaced};
-use super::removals;
+use super::removals::{self, RemovalsCursor};
 use super::robots::{self, ROBOTS_DISALLOWED, SiteJudge, Verdict};
 use super::turn::HeldTurn;
 use super::{Error, Store};
@@ -161,6 +161,7 @@ impl Store {
         let batch = fold_in(
             &mut tx,
             Some(i64::try_from(max_rows.max(1)).unwrap_or(i64::MAX)),
+            &self.removals_cursor,
         )
         .await?;
         // The news window moves with the time as well as with the rows.
@@ -251,7 +252,11 @@ impl Store {
 /// binary `COPY` (unless `sitemap_fold_begin` says none is left), numbers
 /// them ([`numbering`]) and writes their feed entries, runs and placements
 /// back the same way, and `sitemap_fold_end` sums up.
-pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<FoldBatch, Error> {
+pub async fn fold_in(
+    conn: &mut PgConnection,
+    max_rows: Option<i64>,
+    removals_cursor: &RemovalsCursor,
+) -> Result<FoldBatch, Error> {
     // A batch's sorts stay in memory, and compiling the plans (their
     // estimates look huge) costs more than it saves (measured on 200,000
     // new rows: 8.9 s with both as they default, 5.9 s without). The
@@ -278,7 +283,8 @@ pub async fn fold_in(conn: &mut PgConnection, max_rows: Option<i64>) -> Result<F
     sqlx::query("SELECT sitemap_fold_windows()")
         .execute(&mut *conn)
         .await?;
-    let (removals_taken, max_rows) = removals::take_removals(conn, max_rows).await?;
+    let (removals_taken, max_rows) =
+        removals::take_removals(conn, max_rows, removals_cursor).await?;
     let (began_a_pass, nothing_to_place): (bool, bool) =
         sqlx::query_as("SELECT started, nothing_to_place FROM sitemap_fold_begin($1, $2)")
             .bind(max_rows)

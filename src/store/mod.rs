@@ -6,6 +6,7 @@
 //! and keep one summary per page. So every read here is either O(pages) (the
 //! index) or one ordered index range of a page's placements.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
@@ -47,6 +48,7 @@ pub(crate) use push::ChangeBatch;
 pub(crate) use reads::ReadRouteMetrics;
 use reads::Reads;
 pub(crate) use records::{ClusterStats, SiteStats, StoredRecord};
+pub use removals::RemovalsCursor;
 pub(crate) use servers::Servers;
 pub(crate) use sites::SiteWriteError;
 pub use sites::{StoredSite, Written};
@@ -218,6 +220,8 @@ pub struct Store {
     clock: Clock,
     /// Most changed rows one fold reads (`fold_batch_rows`).
     fold_batch_rows: u64,
+    /// Where this process's last fold took removals from.
+    removals_cursor: Arc<RemovalsCursor>,
     serving_reads: ServingReads,
 }
 
@@ -397,6 +401,7 @@ impl Store {
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
             fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
+            removals_cursor: Arc::default(),
             serving_reads: ServingReads::default(),
         }
     }

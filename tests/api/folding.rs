@@ -1046,6 +1046,73 @@ async fn removals_applied_by_the_service_leave_what_the_schema_leaves(pool: PgPo
     placements_agree(&app.pool, MAX_URLS).await;
 }
 
+/// A bounded take of removals reads from where the last one ended, then
+/// the pages before it: wherever it starts, every removal is taken once.
+/// Here a fold's take moves the cursor and rolls back, so the removals
+/// before the cursor are still there when the next takes start past them.
+#[sqlx::test]
+async fn removals_are_taken_wherever_a_take_starts(pool: PgPool) {
+    const MAX_URLS: i64 = 500;
+    // no fold of the service's own takes removals meanwhile
+    let app = TestApp::spawn_with(pool, |s| {
+        s.max_urls = MAX_URLS as u32;
+        s.fold_interval_ms = 3_600_000;
+    })
+    .await;
+    app.insert_urls("bulk", "bulk/", 12_000).await;
+    app.fold().await;
+    exec(
+        &app.pool,
+        "DELETE FROM sitemap_urls WHERE split_part(loc, '/', 5)::int % 3 <> 0",
+    )
+    .await;
+    let first_removed: i64 = sqlx::query_scalar("SELECT min(id) FROM sitemap_removals")
+        .fetch_one(&app.pool)
+        .await
+        .expect("removals");
+    let cursor = sitemapd::store::RemovalsCursor::default();
+    let mut folder = app.pool.acquire().await.expect("connection");
+
+    begin_a_fold_on(&mut folder).await;
+    sitemapd::store::fold_in(&mut folder, Some(3_000), &cursor)
+        .await
+        .expect("fold");
+    exec_on(&mut folder, "ROLLBACK").await;
+
+    let mut folds = 0;
+    loop {
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_removals")
+            .fetch_one(&app.pool)
+            .await
+            .expect("removals");
+        if left == 0 {
+            break;
+        }
+        assert!(folds < 3, "8,000 removals in three folds of 3,000");
+        begin_a_fold_on(&mut folder).await;
+        sitemapd::store::fold_in(&mut folder, Some(3_000), &cursor)
+            .await
+            .expect("fold");
+        exec_on(&mut folder, "COMMIT").await;
+        folds += 1;
+        if folds == 1 {
+            let first_left: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sitemap_removals WHERE id = $1)")
+                    .bind(first_removed)
+                    .fetch_one(&app.pool)
+                    .await
+                    .expect("removals");
+            assert!(first_left, "the take began past the first removal");
+        }
+    }
+    app.fold().await;
+    let (listed, removed) = by_section_totals(&app.pool, "bulk").await;
+    assert_eq!(listed, 4_000, "each third row");
+    assert_eq!(removed, 8_000, "each URL that left, once");
+    runs_in_order(&app.pool).await;
+    check_invariants(&app, MAX_URLS).await;
+}
+
 /// A fold on `conn` bounded to the removals' count, so that it takes them
 /// all and reads nothing else (the next fold places the rest): by the
 /// service, or, as an older build's fold during a rolling deploy, by
@@ -1057,7 +1124,7 @@ async fn fold_removals_alone(conn: &mut sqlx::PgConnection, by_the_service: bool
         .await
         .expect("removals");
     if by_the_service {
-        let batch = sitemapd::store::fold_in(&mut *conn, Some(removals))
+        let batch = sitemapd::store::fold_in(&mut *conn, Some(removals), &Default::default())
             .await
             .expect("fold");
         assert!(
@@ -1308,7 +1375,7 @@ async fn fold_on(conn: &mut sqlx::PgConnection) -> i64 {
 /// whether it began a pass, and whether it caught up.
 async fn fold_batch_on(conn: &mut sqlx::PgConnection, max_rows: Option<i64>) -> (i64, bool, bool) {
     begin_a_fold_on(&mut *conn).await;
-    let batch = sitemapd::store::fold_in(&mut *conn, max_rows)
+    let batch = sitemapd::store::fold_in(&mut *conn, max_rows, &Default::default())
         .await
         .expect("fold");
     exec_on(&mut *conn, "COMMIT").await;
@@ -1379,7 +1446,7 @@ async fn fold_and_die(
     )
     .await;
     before_fold.await;
-    let folded = sitemapd::store::fold_in(&mut folder, max_rows)
+    let folded = sitemapd::store::fold_in(&mut folder, max_rows, &Default::default())
         .await
         .expect("fold")
         .folded as i64;
