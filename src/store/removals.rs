@@ -154,17 +154,22 @@ impl Taken {
         // order: a range of tuple ids is read as one.
         let statement = match max_rows {
             None => sqlx::query(
-                "DELETE FROM sitemap_removals
-                 RETURNING id, site, loc, sitemap_loc_hash(loc), (ctid::text::point)[0]::int8",
+                "DELETE FROM sitemap_removals RETURNING id, site, loc, sitemap_loc_hash(loc), 0::int8",
             ),
             Some(max_rows) => sqlx::query(
-                "DELETE FROM sitemap_removals
-                 WHERE ctid = ANY (ARRAY(
-                     (SELECT ctid FROM sitemap_removals WHERE ctid >= format('(%s,0)', $2)::tid LIMIT $1)
-                     UNION ALL
-                     (SELECT ctid FROM sitemap_removals WHERE ctid < format('(%s,0)', $2)::tid LIMIT $1)
-                     LIMIT $1))
-                 RETURNING id, site, loc, sitemap_loc_hash(loc), (ctid::text::point)[0]::int8",
+                "WITH picked AS MATERIALIZED (
+                     SELECT ARRAY(
+                         (SELECT ctid FROM sitemap_removals WHERE ctid >= format('(%s,0)', $2)::tid LIMIT $1)
+                         UNION ALL
+                         (SELECT ctid FROM sitemap_removals WHERE ctid < format('(%s,0)', $2)::tid LIMIT $1)
+                         LIMIT $1) AS ctids
+                 )
+                 DELETE FROM sitemap_removals
+                 WHERE ctid = ANY ((SELECT ctids FROM picked)::tid[])
+                 RETURNING id, site, loc, sitemap_loc_hash(loc),
+                     (SELECT (coalesce(max(c) FILTER (WHERE c < format('(%s,0)', $2)::tid),
+                                       max(c))::text::point)[0]::int8
+                      FROM picked, unnest(ctids) c)",
             )
             .bind(max_rows)
             .bind(from),
@@ -180,19 +185,13 @@ impl Taken {
             loc_hashes: Vec::with_capacity(expected),
             ..Taken::default()
         };
-        // the last page taken from, of those from the cursor on and of
-        // those before it
-        let (mut last_on, mut last_before) = (None, None);
+        // the page the take ended on: the same in every row (computed once,
+        // not a tuple id turned into text for each row)
+        let mut ended_on = None;
         let mut rows = statement.fetch(&mut *conn);
         while let Some(row) = rows.try_next().await? {
             taken.count += 1;
-            let page: i64 = row.try_get(4)?;
-            let last = if page >= from {
-                &mut last_on
-            } else {
-                &mut last_before
-            };
-            *last = Some(last.map_or(page, |last: i64| last.max(page)));
+            ended_on = row.try_get::<Option<i64>, _>(4)?;
             // The triggers write an id, site and loc for every removal, and
             // none of them for a truncation's mark.
             let (Some(id), Some(site), Some(loc), Some(loc_hash)) = (
@@ -219,7 +218,7 @@ impl Taken {
             taken.loc_ends.push(taken.locs.len());
             taken.loc_hashes.push(loc_hash);
         }
-        if let Some(page) = last_before.or(last_on) {
+        if let (Some(_), Some(page)) = (max_rows, ended_on) {
             cursor.page.store(page, Ordering::Relaxed);
         }
         Ok(taken)
