@@ -167,9 +167,7 @@ impl Taken {
                  DELETE FROM sitemap_removals
                  WHERE ctid = ANY ((SELECT ctids FROM picked)::tid[])
                  RETURNING id, site, loc, sitemap_loc_hash(loc),
-                     (SELECT (coalesce(max(c) FILTER (WHERE c < format('(%s,0)', $2)::tid),
-                                       max(c))::text::point)[0]::int8
-                      FROM picked, unnest(ctids) c)",
+                     (SELECT (ctids[cardinality(ctids)]::text::point)[0]::int8 FROM picked)",
             )
             .bind(max_rows)
             .bind(from),
@@ -185,7 +183,8 @@ impl Taken {
             loc_hashes: Vec::with_capacity(expected),
             ..Taken::default()
         };
-        // the page the take ended on: the same in every row (computed once,
+        // the page the take ended on, the same in every row: its last tuple
+        // id picked, in the order the two ranges were read (computed once,
         // not a tuple id turned into text for each row)
         let mut ended_on = None;
         let mut rows = statement.fetch(&mut *conn);
