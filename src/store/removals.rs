@@ -154,7 +154,7 @@ impl Taken {
         // order: a range of tuple ids is read as one.
         let statement = match max_rows {
             None => sqlx::query(
-                "DELETE FROM sitemap_removals RETURNING id, site, loc, sitemap_loc_hash(loc), 0::int8",
+                "DELETE FROM sitemap_removals RETURNING id, site, loc, sitemap_loc_hash(loc), NULL::int8",
             ),
             Some(max_rows) => sqlx::query(
                 "WITH picked AS MATERIALIZED (
@@ -183,9 +183,9 @@ impl Taken {
             loc_hashes: Vec::with_capacity(expected),
             ..Taken::default()
         };
-        // the page the take ended on, the same in every row: its last tuple
-        // id picked, in the order the two ranges were read (computed once,
-        // not a tuple id turned into text for each row)
+        // the page a bounded take ended on, the same in every row: its last
+        // tuple id picked, in the order the two ranges were read (computed
+        // once, not a tuple id turned into text for each row)
         let mut ended_on = None;
         let mut rows = statement.fetch(&mut *conn);
         while let Some(row) = rows.try_next().await? {
@@ -217,7 +217,7 @@ impl Taken {
             taken.loc_ends.push(taken.locs.len());
             taken.loc_hashes.push(loc_hash);
         }
-        if let (Some(_), Some(page)) = (max_rows, ended_on) {
+        if let Some(page) = ended_on {
             cursor.page.store(page, Ordering::Relaxed);
         }
         Ok(taken)
