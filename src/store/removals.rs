@@ -48,12 +48,13 @@ type StoredRun = (i64, String, String, i32, i64, Vec<i64>, Vec<i64>, Vec<i32>);
 
 /// Where the last bounded take of removals ended in `sitemap_removals`'
 /// heap: the page the next take reads from first, then the pages before it.
-/// Read from the first page every time, the takes of a large backlog each
-/// walked the dead tuples of all the takes before theirs (at 10M removals,
-/// 123,000 pages and 0.6 s a fold by the end). Only where to start: a
-/// take reads every page, so one that starts anywhere (another replica's
-/// fold took removals since, or a fold rolled back) takes what one from the
-/// first page would, in another order.
+/// PostgreSQL starts a scan where the last one stopped only for a table
+/// larger than a quarter of `shared_buffers`; below that (any backlog up to
+/// tens of millions on a server's usual settings) a take from the first
+/// page walked the dead tuples of all the takes before it. Only where to
+/// start: a take reads every page, so one that starts anywhere (another
+/// replica's fold took removals since, or a fold rolled back) takes what
+/// one from the first page would, in another order.
 #[derive(Debug, Default)]
 pub struct RemovalsCursor {
     page: AtomicI64,
