@@ -4,12 +4,13 @@
 //! Run as root, the server's commands run as the `postgres` user, which
 //! PostgreSQL requires.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
+
+use crate::helpers::free_port;
 
 pub(crate) struct Cluster {
     /// Holds the data directory, the socket and the log.
@@ -20,7 +21,7 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// A new primary, started.
     pub(crate) fn primary() -> Cluster {
-        let cluster = Cluster::new();
+        let mut cluster = Cluster::new();
         server_command(
             "initdb",
             &[
@@ -33,13 +34,13 @@ impl Cluster {
                 "--no-sync",
             ],
         );
-        cluster.start();
+        cluster.first_start();
         cluster
     }
 
     /// A hot standby of `primary`, streaming from it, started.
     pub(crate) fn standby_of(primary: &Cluster) -> Cluster {
-        let cluster = Cluster::new();
+        let mut cluster = Cluster::new();
         server_command(
             "pg_basebackup",
             &[
@@ -58,7 +59,7 @@ impl Cluster {
                 "--no-sync",
             ],
         );
-        cluster.start();
+        cluster.first_start();
         cluster
     }
 
@@ -68,11 +69,10 @@ impl Cluster {
             .tempdir()
             .expect("a directory for the cluster");
         hand_to_postgres(dir.path());
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        Cluster { dir, port }
+        Cluster {
+            dir,
+            port: free_port(),
+        }
     }
 
     fn data(&self) -> PathBuf {
@@ -83,26 +83,55 @@ impl Cluster {
         self.dir.path().join("server.log")
     }
 
+    /// Starts the new cluster, on another free port while the one picked
+    /// was taken before the server could bind it.
+    fn first_start(&mut self) {
+        for _ in 0..5 {
+            match self.try_start() {
+                Ok(()) => return,
+                Err(failure) if self.log().contains("could not bind") => {
+                    eprintln!("port {} was taken, another: {failure}", self.port);
+                    self.port = free_port();
+                }
+                Err(failure) => panic!("{failure}"),
+            }
+        }
+        panic!("no free port for a cluster in five tries:\n{}", self.log());
+    }
+
+    /// Starts the server again on its port, as it was stopped.
     pub(crate) fn start(&self) {
+        if let Err(failure) = self.try_start() {
+            panic!("{failure}");
+        }
+    }
+
+    /// Says why the server did not start, with its log.
+    fn try_start(&self) -> Result<(), String> {
         let options = format!(
             "-c port={} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off \
              -c full_page_writes=off -c max_connections=200",
             self.port,
             self.dir.path().display()
         );
-        server_command(
+        let data = self.data().display().to_string();
+        let log = self.log_file().display().to_string();
+        let output = as_server_user(
             "pg_ctl",
-            &[
-                "-D",
-                &self.data().display().to_string(),
-                "-l",
-                &self.log_file().display().to_string(),
-                "-o",
-                &options,
-                "-w",
-                "start",
-            ],
-        );
+            &["-D", &data, "-l", &log, "-o", &options, "-w", "start"],
+        )
+        .output()
+        .expect("pg_ctl runs");
+        if output.status.success() {
+            return Ok(());
+        }
+        Err(format!(
+            "pg_ctl start on port {}: {}{}\nthe server's log:\n{}",
+            self.port,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+            self.log()
+        ))
     }
 
     pub(crate) fn stop(&self) {

@@ -539,10 +539,7 @@ async fn the_access_log_has_a_json_line_per_request_and_reopens_on_sighup(pool: 
     .await;
     let dir = tempfile::tempdir().expect("a directory");
     let file = dir.path().join("access.log");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a port")
-        .port();
+    let port = crate::helpers::free_port();
     let mut service = serve_logging(&pool, port, &file);
     let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
     let mut ready = false;

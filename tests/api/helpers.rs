@@ -6,6 +6,7 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use flate2::read::GzDecoder;
 use serde::Deserialize;
@@ -636,4 +637,29 @@ fn xmllint(xml: &[u8], args: &[&str]) {
         String::from_utf8_lossy(&output.stderr),
         excerpt(&String::from_utf8_lossy(xml))
     );
+}
+
+/// A loopback port nothing listens on, for a server a test starts, below
+/// the range the kernel hands to client sockets: one picked there could be
+/// taken by an outgoing connection before the server binds it, or between
+/// its stop and its restart on the same port.
+/// Each test process walks the range from its own place, so that two
+/// running at once seldom try the same ports.
+pub(crate) fn free_port() -> u16 {
+    static TRIED: AtomicU32 = AtomicU32::new(0);
+    let clients_from = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let first = 10_000.min(clients_from / 2);
+    let span = clients_from - first;
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        let tried = TRIED.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(first + (start + tried) % span).expect("a port below 65536");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {first}..{clients_from}");
 }

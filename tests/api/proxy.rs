@@ -109,10 +109,7 @@ impl Nginx {
     }
 
     async fn launch(config_of: impl FnOnce(u16, &Path) -> String, master: bool) -> Nginx {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = crate::helpers::free_port();
         let prefix = TempDir::new().expect("nginx prefix");
         let config = config_of(port, prefix.path());
         let config_path = prefix.path().join("nginx.conf");

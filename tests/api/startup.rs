@@ -1,23 +1,14 @@
 //! A restart after a bulk load, through the real binary: alive at once,
 //! ready once the backlog is placed, and stopped cleanly midway.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, binary, client, exec};
+use crate::helpers::{BASE_URL, binary, client, exec, free_port};
 
 const BACKLOG: i64 = 1_000_000;
-
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 fn serve(pool: &PgPool, port: u16) -> Child {
     binary(pool)
