@@ -793,6 +793,12 @@ DECLARE
     -- the growth below (the rows of a cluster whose links changed) adds
     -- any after that
     rows_read bigint;
+    -- the transactions the rows read were changed by, first and last, and
+    -- the last row read of the last
+    first_xid_read xid8;
+    last_xid_read xid8;
+    last_id_read bigint;
+    later_lastmods boolean;
     -- the ids the rows read that may have a placement span
     lowest_placed_read bigint;
     highest_placed_read bigint;
@@ -1035,9 +1041,15 @@ BEGIN
         ANALYZE sitemap_fold_rows;
     END IF;
     stashing := stashing OR (SELECT count(*) FROM (SELECT 1 FROM sitemap_fold_rows LIMIT 10000) c) = 10000;
+    -- Rows read as changed have a change_xid and a lastmod; those placed
+    -- again have neither, and so have the rows added after this count.
     SELECT count(*), count(*) FILTER (WHERE may_be_placed), coalesce(bool_or(cluster IS NOT NULL), false),
-           min(id) FILTER (WHERE may_be_placed), max(id) FILTER (WHERE may_be_placed)
-    INTO rows_read, placed_read, any_cluster, lowest_placed_read, highest_placed_read FROM sitemap_fold_rows;
+           min(id) FILTER (WHERE may_be_placed), max(id) FILTER (WHERE may_be_placed),
+           min(change_xid), max(change_xid), max(id) FILTER (WHERE change_xid IS NOT NULL),
+           coalesce(bool_or(lastmod > now()), false)
+    INTO rows_read, placed_read, any_cluster, lowest_placed_read, highest_placed_read,
+         first_xid_read, last_xid_read, last_id_read, later_lastmods
+    FROM sitemap_fold_rows;
     IF placed_read > 0 THEN
         -- Changed rows that stand in a run: one whose entry is as the run
         -- placed it (the same site, section and loc, still plain: an update of
@@ -1118,8 +1130,10 @@ BEGIN
         FROM moved WHERE page IS NOT NULL GROUP BY site, section, page;
     END IF;
 
-    -- Clusters the changed rows name now or were folded with.
-    IF placed_read > 0 OR any_cluster THEN
+    -- Clusters the changed rows name now or were folded with. A row of a
+    -- cluster is placed alone, never in a run, so without a placement
+    -- naming a cluster, only the rows' own can be.
+    IF any_cluster OR (placed_read > 0 AND EXISTS (SELECT 1 FROM sitemap_placements WHERE cluster IS NOT NULL)) THEN
         INSERT INTO sitemap_fold_clusters (cluster)
         SELECT f.cluster FROM sitemap_fold_rows f WHERE f.cluster IS NOT NULL
         UNION
@@ -1244,6 +1258,11 @@ BEGIN
                              WHEN NOT EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN true
                              ELSE kept_in_runs = (SELECT count(*) FROM sitemap_fold_rows) END;
     INSERT INTO sitemap_fold_pass VALUES (pass_snapshot, pass_done, seen, stashing);
+    -- Read in (change_xid, id) order: of one transaction, the last row read
+    -- is the highest id. Otherwise sitemap_fold_end looks for it.
+    INSERT INTO sitemap_fold_rows_read
+    VALUES (CASE WHEN first_xid_read = last_xid_read THEN last_xid_read END,
+            CASE WHEN first_xid_read = last_xid_read THEN last_id_read END, later_lastmods);
     INSERT INTO sitemap_fold_lane VALUES (CASE WHEN lane THEN current_snapshot END, pass_placed_through);
 END $$;
 
@@ -1271,6 +1290,10 @@ BEGIN
         DELETE FROM sitemap_lastmod_clamps c
         USING sitemap_fold_rows f
         WHERE c.id = f.id AND f.change_xid IS NOT NULL;
+    END IF;
+    -- without a row read to clamp (as good as always), no scan for one
+    IF NOT coalesce((SELECT later_lastmods FROM sitemap_fold_rows_read), true) THEN
+        RETURN;
     END IF;
     INSERT INTO sitemap_lastmod_clamps (id, site, section, written_lastmod, served_lastmod)
     SELECT id, site, section, lastmod, now() FROM sitemap_fold_rows WHERE lastmod > now()
@@ -1325,8 +1348,11 @@ BEGIN
             read_through_xid = NULL, read_through_id = NULL, lane_through = NULL,
             pass_placed_through = NULL, folded_at = pass.seen;
     ELSE
-        SELECT r.change_xid, r.id INTO after_xid, after_id FROM sitemap_fold_rows r
-        WHERE r.change_xid IS NOT NULL ORDER BY r.change_xid DESC, r.id DESC LIMIT 1;
+        SELECT r.last_xid, r.last_id INTO after_xid, after_id FROM sitemap_fold_rows_read r;
+        IF after_id IS NULL THEN
+            SELECT r.change_xid, r.id INTO after_xid, after_id FROM sitemap_fold_rows r
+            WHERE r.change_xid IS NOT NULL ORDER BY r.change_xid DESC, r.id DESC LIMIT 1;
+        END IF;
         UPDATE sitemap_fold_state
         SET folding_through = pass.pass_snapshot, read_through_xid = after_xid,
             read_through_id = after_id, pass_placed_through = lane.pass_placed_through,
@@ -1697,6 +1723,16 @@ BEGIN
             pass_done boolean NOT NULL,
             seen timestamptz NOT NULL,
             stashing boolean NOT NULL
+        ) ON COMMIT DELETE ROWS;
+    END IF;
+    -- what this fold's rows read tell its last steps without a scan of
+    -- them: the last row read, when every row read is of one transaction,
+    -- and whether any has a lastmod later than the fold's time
+    IF to_regclass('pg_temp.sitemap_fold_rows_read') IS NULL THEN
+        CREATE TEMP TABLE sitemap_fold_rows_read (
+            last_xid xid8 NULL,
+            last_id bigint NULL,
+            later_lastmods boolean NOT NULL
         ) ON COMMIT DELETE ROWS;
     END IF;
     IF to_regclass('pg_temp.sitemap_fold_lane') IS NULL THEN

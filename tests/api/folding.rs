@@ -286,6 +286,65 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
     assert_eq!(pages, (1256, 50), "every row placed, no page over max_urls");
 }
 
+/// A batch that ends past one transaction's rows, in the next one's, reads
+/// on from its last row in (change_xid, id) order, which is not id order
+/// when two writers' rows interleave: the highest id read is not the last.
+#[sqlx::test]
+async fn a_batch_ending_in_a_later_transaction_reads_on_from_its_last_row(pool: PgPool) {
+    const BATCH: i64 = 40;
+    let (_, mut folder) = prepared_without_a_service(&pool, |s| {
+        s.fold_batch_rows = BATCH as u64;
+    })
+    .await;
+    let mut first = pool.acquire().await.expect("a connection");
+    let mut second = pool.acquire().await.expect("a connection");
+    let insert = |prefix: &str, from: i64, to: i64| {
+        sqlx::query(
+            "INSERT INTO sitemap_urls (loc) SELECT $1 || g FROM generate_series($2::bigint, $3::bigint) g",
+        )
+        .bind(format!("{BASE_URL}{prefix}"))
+        .bind(from)
+        .bind(to)
+    };
+    // In (change_xid, id) order: first/1-10, first/11-20 (ids 41-50), then
+    // second/1-30 (ids 11-40).
+    exec_on(&mut first, "BEGIN").await;
+    insert("first/", 1, 10)
+        .execute(&mut *first)
+        .await
+        .expect("insert");
+    exec_on(&mut second, "BEGIN").await;
+    insert("second/", 1, 30)
+        .execute(&mut *second)
+        .await
+        .expect("insert");
+    insert("first/", 11, 20)
+        .execute(&mut *first)
+        .await
+        .expect("insert");
+    exec_on(&mut first, "COMMIT").await;
+    exec_on(&mut second, "COMMIT").await;
+
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (BATCH, true, false),
+        "first/1-20 and second/1-20: the last row read is second/20, id 30"
+    );
+    assert_eq!(
+        fold_batch_on(&mut folder, Some(BATCH)).await,
+        (10, false, true),
+        "second/21-30, after the last row read, not after the highest id"
+    );
+    let (placed, distinct): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT id) FROM sitemap_placed WHERE page IS NOT NULL",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("placements");
+    assert_eq!((placed, distinct), (50, 50));
+    placements_agree(&pool, 50_000).await;
+}
+
 /// A bulk delete or rename leaves a removal per row; folds take them
 /// `fold_batch_rows` at a time, and read no changed row while some are left,
 /// so each renamed row's old URL leaves the feed before its new one comes.
