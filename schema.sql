@@ -1150,13 +1150,17 @@ BEGIN
     -- its page cannot hold what the growth adds: then the rows that grew
     -- leave it and are placed again, at the end of their section.
     IF placed_read > 0 OR EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN
+        -- each once, before the rows are joined: grouping them after,
+        -- the join sorted every row with its loc and media
         WITH candidates AS (
-            SELECT f.id, NOT f.replaced AS announced FROM sitemap_fold_rows f WHERE f.may_be_placed
-            UNION
-            SELECT p.id, true FROM sitemap_fold_clusters c JOIN sitemap_placements p ON p.cluster = c.cluster
-            WHERE c.changed AND p.page IS NOT NULL
+            SELECT id, bool_or(announced) AS announced
+            FROM (SELECT f.id, NOT f.replaced AS announced FROM sitemap_fold_rows f WHERE f.may_be_placed
+                  UNION ALL
+                  SELECT p.id, true FROM sitemap_fold_clusters c JOIN sitemap_placements p ON p.cluster = c.cluster
+                  WHERE c.changed AND p.page IS NOT NULL) c
+            GROUP BY id
         ), sized AS MATERIALIZED (
-            SELECT p.id, p.site, p.section, p.page, u.loc, bool_or(c.announced) AS announced,
+            SELECT p.id, p.site, p.section, p.page, u.loc, c.announced,
                    p.bytes AS old_bytes, p.images AS old_images, p.videos AS old_videos,
                    p.alternates AS old_alternates, u.hreflang_cluster AS cluster,
                    sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos)
@@ -1168,7 +1172,6 @@ BEGIN
             JOIN sitemap_placements p ON p.id = c.id AND p.page IS NOT NULL
             JOIN sitemap_urls u ON u.id = p.id
             LEFT JOIN sitemap_clusters k ON k.cluster = u.hreflang_cluster AND k.problem IS NULL
-            GROUP BY p.id, u.id, k.cluster
         ), overfull AS (
             SELECT s.site, s.section, s.page
             FROM sized s
@@ -1187,6 +1190,9 @@ BEGIN
                 cluster = s.cluster
             FROM sized s
             WHERE p.id = s.id AND NOT EXISTS (SELECT 1 FROM evicted e WHERE e.id = s.id)
+              -- most keep their sizes (a new lastmod): those stay as they are
+              AND (p.bytes, p.images, p.videos, p.alternates, p.cluster)
+                  IS DISTINCT FROM (s.bytes, s.images, s.videos, s.alternates, s.cluster)
             RETURNING p.id
         ), requeued AS (
             -- placed again below; the feed hears of them here
@@ -1919,15 +1925,22 @@ COMMENT ON FUNCTION public.sitemap_media_bytes(images jsonb, videos jsonb) IS 'T
 --
 
 CREATE FUNCTION public.sitemap_media_elements_bytes(images jsonb, videos jsonb) RETURNS integer
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
-SELECT CASE WHEN images IS NULL AND videos IS NULL THEN 0 ELSE
-    coalesce((SELECT sum(octet_length('<image:image><image:loc></image:loc></image:image>')
-                         + sitemap_url_bytes(i ->> 'loc'))::integer
-              FROM jsonb_array_elements(images) i), 0)
-    + coalesce((SELECT sum(sitemap_video_bytes(v))::integer FROM jsonb_array_elements(videos) v), 0)
-END
-$$;
+DECLARE
+    total integer := 0;
+BEGIN
+    -- an element that cannot be sized (no loc, a video without a title)
+    -- adds nothing, as in a sum
+    FOR i IN 0 .. coalesce(jsonb_array_length(images), 0) - 1 LOOP
+        total := total + coalesce(octet_length('<image:image><image:loc></image:loc></image:image>')
+                                  + sitemap_url_bytes(images -> i ->> 'loc'), 0);
+    END LOOP;
+    FOR i IN 0 .. coalesce(jsonb_array_length(videos), 0) - 1 LOOP
+        total := total + coalesce(sitemap_video_bytes(videos -> i), 0);
+    END LOOP;
+    RETURN total;
+END $$;
 
 
 --
@@ -2904,39 +2917,48 @@ COMMENT ON FUNCTION public.sitemap_urls_refuse_moving_sites() IS 'After each INS
 --
 
 CREATE FUNCTION public.sitemap_video_bytes(video jsonb) RETURNS integer
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
-SELECT octet_length('<video:video></video:video>')
-    + octet_length('<video:thumbnail_loc></video:thumbnail_loc>') + sitemap_url_bytes(video ->> 'thumbnail_loc')
-    + octet_length('<video:title></video:title>') + sitemap_text_bytes(video ->> 'title')
-    + octet_length('<video:description></video:description>') + sitemap_text_bytes(video ->> 'description')
-    + coalesce(octet_length('<video:content_loc></video:content_loc>') + sitemap_url_bytes(video ->> 'content_loc'), 0)
-    + coalesce(octet_length('<video:player_loc></video:player_loc>') + sitemap_url_bytes(video ->> 'player_loc'), 0)
-    + CASE WHEN video ? 'duration' THEN octet_length('<video:duration></video:duration>') + 5 ELSE 0 END
-    + coalesce(octet_length('<video:expiration_date></video:expiration_date>') + octet_length(video ->> 'expiration_date'), 0)
-    + CASE WHEN video ? 'rating' THEN octet_length('<video:rating></video:rating>') + 5 ELSE 0 END
-    + coalesce(octet_length('<video:view_count></video:view_count>') + octet_length(video ->> 'view_count'), 0)
-    + coalesce(octet_length('<video:publication_date></video:publication_date>') + octet_length(video ->> 'publication_date'), 0)
-    + coalesce((SELECT sum(octet_length('<video:tag></video:tag>') + sitemap_text_bytes(t))
-                FROM jsonb_array_elements_text(video -> 'tags') t), 0)
-    + CASE WHEN video ? 'family_friendly' THEN octet_length('<video:family_friendly></video:family_friendly>') + 3 ELSE 0 END
-    + CASE WHEN video ? 'restriction'
-           THEN octet_length('<video:restriction relationship="allow"></video:restriction>')
-                + greatest(0, 3 * jsonb_array_length(video #> '{restriction,countries}') - 1)
-           ELSE 0 END
-    + CASE WHEN video ? 'requires_subscription'
-           THEN octet_length('<video:requires_subscription></video:requires_subscription>') + 3 ELSE 0 END
-    + CASE WHEN video ? 'uploader'
-           THEN octet_length('<video:uploader></video:uploader>') + sitemap_text_bytes(video #>> '{uploader,name}')
-                + coalesce(octet_length(' info=""') + sitemap_url_bytes(video #>> '{uploader,info}'), 0)
-           ELSE 0 END
-    + CASE WHEN video ? 'platform'
-           THEN octet_length('<video:platform relationship="allow"></video:platform>')
-                + coalesce((SELECT sum(octet_length(p) + 1) - 1
-                            FROM jsonb_array_elements_text(video #> '{platform,platforms}') p), 0)
-           ELSE 0 END
-    + CASE WHEN video ? 'live' THEN octet_length('<video:live></video:live>') + 3 ELSE 0 END
-$$;
+DECLARE
+    tags integer := 0;
+    -- each platform and a space after it: one space too many, when any
+    platforms integer := 0;
+BEGIN
+    FOR i IN 0 .. coalesce(jsonb_array_length(video -> 'tags'), 0) - 1 LOOP
+        tags := tags + coalesce(octet_length('<video:tag></video:tag>')
+                                + sitemap_text_bytes(video -> 'tags' ->> i), 0);
+    END LOOP;
+    FOR i IN 0 .. coalesce(jsonb_array_length(video #> '{platform,platforms}'), 0) - 1 LOOP
+        platforms := platforms + coalesce(octet_length(video #> '{platform,platforms}' ->> i) + 1, 0);
+    END LOOP;
+    RETURN octet_length('<video:video></video:video>')
+        + octet_length('<video:thumbnail_loc></video:thumbnail_loc>') + sitemap_url_bytes(video ->> 'thumbnail_loc')
+        + octet_length('<video:title></video:title>') + sitemap_text_bytes(video ->> 'title')
+        + octet_length('<video:description></video:description>') + sitemap_text_bytes(video ->> 'description')
+        + coalesce(octet_length('<video:content_loc></video:content_loc>') + sitemap_url_bytes(video ->> 'content_loc'), 0)
+        + coalesce(octet_length('<video:player_loc></video:player_loc>') + sitemap_url_bytes(video ->> 'player_loc'), 0)
+        + CASE WHEN video ? 'duration' THEN octet_length('<video:duration></video:duration>') + 5 ELSE 0 END
+        + coalesce(octet_length('<video:expiration_date></video:expiration_date>') + octet_length(video ->> 'expiration_date'), 0)
+        + CASE WHEN video ? 'rating' THEN octet_length('<video:rating></video:rating>') + 5 ELSE 0 END
+        + coalesce(octet_length('<video:view_count></video:view_count>') + octet_length(video ->> 'view_count'), 0)
+        + coalesce(octet_length('<video:publication_date></video:publication_date>') + octet_length(video ->> 'publication_date'), 0)
+        + tags
+        + CASE WHEN video ? 'family_friendly' THEN octet_length('<video:family_friendly></video:family_friendly>') + 3 ELSE 0 END
+        + CASE WHEN video ? 'restriction'
+               THEN octet_length('<video:restriction relationship="allow"></video:restriction>')
+                    + greatest(0, 3 * jsonb_array_length(video #> '{restriction,countries}') - 1)
+               ELSE 0 END
+        + CASE WHEN video ? 'requires_subscription'
+               THEN octet_length('<video:requires_subscription></video:requires_subscription>') + 3 ELSE 0 END
+        + CASE WHEN video ? 'uploader'
+               THEN octet_length('<video:uploader></video:uploader>') + sitemap_text_bytes(video #>> '{uploader,name}')
+                    + coalesce(octet_length(' info=""') + sitemap_url_bytes(video #>> '{uploader,info}'), 0)
+               ELSE 0 END
+        + CASE WHEN video ? 'platform'
+               THEN octet_length('<video:platform relationship="allow"></video:platform>') + greatest(platforms - 1, 0)
+               ELSE 0 END
+        + CASE WHEN video ? 'live' THEN octet_length('<video:live></video:live>') + 3 ELSE 0 END;
+END $$;
 
 
 --

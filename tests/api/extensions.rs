@@ -461,6 +461,61 @@ async fn reserved_bytes_bound_every_entry_as_written(pool: PgPool) {
     }
 }
 
+/// A new lastmod of rows placed alone (with images, videos or alternates)
+/// changes their entries where they stand: their sizes are the same, so
+/// their placements are not written again, and their page serves the new
+/// lastmod.
+#[sqlx::test]
+async fn a_new_lastmod_leaves_the_placements_of_rows_placed_alone_unwritten(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    insert(
+        &app,
+        &[
+            ("i", images(2, "i"), Value::Null, None),
+            ("v", Value::Null, json!([video("v")]), None),
+            ("en/x", Value::Null, Value::Null, Some((&["en"], "x"))),
+            ("de/x", Value::Null, Value::Null, Some((&["de"], "x"))),
+        ],
+    )
+    .await;
+    let placements = || {
+        sqlx::query_as::<_, (i64, String, i32)>(
+            "SELECT id, xmin::text, bytes FROM sitemap_placements ORDER BY id",
+        )
+        .fetch_all(&app.pool)
+    };
+    let before = placements().await.expect("placements");
+    assert_eq!(before.len(), 4, "each row placed alone");
+
+    crate::helpers::exec(
+        &app.pool,
+        "UPDATE sitemap_urls SET lastmod = '2026-03-04T05:06:07Z'",
+    )
+    .await;
+    assert_eq!(app.fold().await, 4);
+    assert_eq!(placements().await.expect("placements"), before);
+    let urls = app.page("/sitemap-1.xml.gz").await.urls;
+    assert_eq!(urls.len(), 4);
+    assert!(
+        urls.iter()
+            .all(|u| u.lastmod.as_deref() == Some("2026-03-04T05:06:07+00:00")),
+        "{urls:?}"
+    );
+
+    // A size that changes is still written.
+    sqlx::query("UPDATE sitemap_urls SET images = $2::jsonb WHERE loc = $1")
+        .bind(loc("i"))
+        .bind(images(3, "i").to_string())
+        .execute(&app.pool)
+        .await
+        .expect("an image more");
+    app.fold().await;
+    let after = placements().await.expect("placements");
+    let grown = |rows: &[(i64, String, i32)]| rows.iter().find(|r| r.0 == before[0].0).cloned();
+    assert!(grown(&after).expect("i").2 > before[0].2, "{after:?}");
+    assert_eq!(after[1..], before[1..]);
+}
+
 /// Extension values each way in (the service's validator, the schema's
 /// CHECK) refuses, with the field each names.
 fn refused_cases() -> Vec<(&'static str, Value, &'static str)> {
