@@ -1150,8 +1150,10 @@ BEGIN
     -- its page cannot hold what the growth adds: then the rows that grew
     -- leave it and are placed again, at the end of their section.
     IF placed_read > 0 OR EXISTS (SELECT 1 FROM sitemap_fold_clusters) THEN
-        -- each once, before the rows are joined: grouping them after,
-        -- the join sorted every row with its loc and media
+        -- Each once, before the rows are joined: grouping them after, the
+        -- join sorted every row with its loc and media. A row read is
+        -- sized as read; only the members of a changed cluster that were
+        -- not read are read and sized here.
         WITH candidates AS (
             SELECT id, bool_or(announced) AS announced
             FROM (SELECT f.id, NOT f.replaced AS announced FROM sitemap_fold_rows f WHERE f.may_be_placed
@@ -1159,19 +1161,25 @@ BEGIN
                   SELECT p.id, true FROM sitemap_fold_clusters c JOIN sitemap_placements p ON p.cluster = c.cluster
                   WHERE c.changed AND p.page IS NOT NULL) c
             GROUP BY id
+        ), entries AS (
+            SELECT c.id, c.announced, f.loc, f.cluster, f.own_bytes, f.images, f.videos
+            FROM candidates c JOIN sitemap_fold_rows f ON f.id = c.id AND f.may_be_placed
+            UNION ALL
+            SELECT c.id, c.announced, u.loc, u.hreflang_cluster,
+                   sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos),
+                   coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0)
+            FROM candidates c JOIN sitemap_urls u ON u.id = c.id
+            WHERE NOT EXISTS (SELECT 1 FROM sitemap_fold_rows f WHERE f.id = c.id AND f.may_be_placed)
         ), sized AS MATERIALIZED (
-            SELECT p.id, p.site, p.section, p.page, u.loc, c.announced,
+            SELECT p.id, p.site, p.section, p.page, e.loc, e.announced,
                    p.bytes AS old_bytes, p.images AS old_images, p.videos AS old_videos,
-                   p.alternates AS old_alternates, u.hreflang_cluster AS cluster,
-                   sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos)
-                       + coalesce(k.link_bytes, 0) AS bytes,
-                   coalesce(jsonb_array_length(u.images), 0) AS images,
-                   coalesce(jsonb_array_length(u.videos), 0) AS videos,
+                   p.alternates AS old_alternates, e.cluster,
+                   e.own_bytes + coalesce(k.link_bytes, 0) AS bytes,
+                   e.images, e.videos,
                    coalesce(cardinality(k.hrefs), 0) AS alternates
-            FROM candidates c
-            JOIN sitemap_placements p ON p.id = c.id AND p.page IS NOT NULL
-            JOIN sitemap_urls u ON u.id = p.id
-            LEFT JOIN sitemap_clusters k ON k.cluster = u.hreflang_cluster AND k.problem IS NULL
+            FROM entries e
+            JOIN sitemap_placements p ON p.id = e.id AND p.page IS NOT NULL
+            LEFT JOIN sitemap_clusters k ON k.cluster = e.cluster AND k.problem IS NULL
         ), overfull AS (
             SELECT s.site, s.section, s.page
             FROM sized s
