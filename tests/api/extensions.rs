@@ -467,7 +467,8 @@ async fn reserved_bytes_bound_every_entry_as_written(pool: PgPool) {
 /// lastmod.
 #[sqlx::test]
 async fn a_new_lastmod_leaves_the_placements_of_rows_placed_alone_unwritten(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
+    // the test's folds, not the service's own on its interval
+    let app = TestApp::spawn_with(pool, |s| s.fold_interval_ms = 3_600_000).await;
     insert(
         &app,
         &[
