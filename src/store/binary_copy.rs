@@ -32,7 +32,7 @@ const POSTGRES_EPOCH: time::OffsetDateTime = time::macros::datetime!(2000-01-01 
 #[error("binary COPY data: {0}")]
 pub struct FormatError(String);
 
-fn malformed(what: impl Into<String>) -> FormatError {
+pub(super) fn malformed(what: impl Into<String>) -> FormatError {
     FormatError(what.into())
 }
 

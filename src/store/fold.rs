@@ -30,6 +30,7 @@ use super::removals::{self, RemovalsCursor};
 use super::robots::{self, ROBOTS_DISALLOWED, SiteJudge, Verdict};
 use super::turn::HeldTurn;
 use super::{Error, Store};
+use crate::sitemap::writer::entry_bytes;
 
 /// Whether a fold waits for one already running elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -614,7 +615,7 @@ async fn read_unplaced(
                                         JOIN sitemap_audits a ON a.finding = ANY (k.leave_out)
                                         WHERE k.site = u.site AND a.id = u.id AND a.loc = u.loc)
                                    END),
-                          u.loc, u.replaced
+                          u.loc, u.replaced, u.loc_sized
                    FROM sitemap_fold_unplaced u) TO STDOUT (FORMAT binary)",
         )
         .await?;
@@ -660,6 +661,22 @@ async fn read_unplaced(
             }
             let loc = tuple.str("loc")?;
             let replaced = tuple.bool("replaced")?;
+            // A new row's loc is sized here, by the rule the schema's
+            // `sitemap_entry_bytes` holds to: the fold's read left it out.
+            let bytes = if tuple.bool("loc_sized")? {
+                bytes
+            } else {
+                // the view leaves out an entry over the page budget, which
+                // an `integer` holds
+                i32::try_from(entry_bytes(loc))
+                    .ok()
+                    .and_then(|loc_bytes| bytes.checked_add(loc_bytes))
+                    .ok_or_else(|| {
+                        binary_copy::malformed(format!(
+                            "row {id}: its entry's size is past an integer"
+                        ))
+                    })?
+            };
             let verdict = match judges.get(site) {
                 Some(judge) => judge.verdict(loc),
                 None => Verdict::Allowed,

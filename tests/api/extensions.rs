@@ -12,6 +12,7 @@ use time::OffsetDateTime;
 use sitemapd::config::Config;
 use sitemapd::ingest::validate::{RawRecord, Validator};
 use sitemapd::sitemap::codes::LANGUAGES;
+use sitemapd::sitemap::writer::entry_bytes;
 
 use crate::helpers::{BASE_URL, TestApp, header};
 use crate::write_api::{JsonBody, put, spawn_api};
@@ -407,6 +408,91 @@ async fn a_row_that_outgrows_its_page_moves_to_the_end(pool: PgPool) {
     app.fold().await;
     let pages = app.crawl().await;
     assert_eq!(pages[1].1, [loc("r3")], "a row moves only when it must");
+}
+
+/// A new row's loc is sized by the service as it places the row, and its
+/// size against the page budget by the fold: both to the byte the schema's
+/// `sitemap_entry_bytes` and `sitemap_media_bytes` give.
+#[sqlx::test]
+async fn new_rows_are_sized_to_the_byte_and_left_out_just_past_the_budget(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.max_bytes = 40_000).await;
+    let budget: i64 = sqlx::query_scalar("SELECT entry_budget FROM sitemap_settings")
+        .fetch_one(&app.pool)
+        .await
+        .expect("budget");
+    let many = images(450, "m");
+    let media: i32 = sqlx::query_scalar("SELECT sitemap_media_bytes($1::jsonb, NULL)")
+        .bind(many.to_string())
+        .fetch_one(&app.pool)
+        .await
+        .expect("media bytes");
+    // Paths padded so that the entry, images included, takes the budget
+    // exactly, and one byte more (its '&' written as five).
+    let padded = |stem: &str, total: i64| {
+        let room = total - i64::from(media) - entry_bytes(&loc(stem)) as i64;
+        assert!(
+            (1..2_000).contains(&room),
+            "{stem}: {room} bytes left for padding"
+        );
+        format!("{stem}{}", "a".repeat(room as usize))
+    };
+    let fits = padded("fits-", budget);
+    let over = padded("over-&", budget + 1);
+    insert(
+        &app,
+        &[
+            ("plain", Value::Null, Value::Null, None),
+            ("caf\u{e9}-\u{1F600}", Value::Null, Value::Null, None),
+            ("q?a=1&b='2'&c=3", Value::Null, Value::Null, None),
+            ("with-images&x", images(3, "caf\u{e9}&x"), Value::Null, None),
+            (&fits, many.clone(), Value::Null, None),
+            (&over, many, Value::Null, None),
+        ],
+    )
+    .await;
+
+    let missized: Vec<(String, i32, i32)> = sqlx::query_as(
+        "SELECT u.loc, p.bytes, sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos)
+         FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
+         WHERE p.page IS NOT NULL
+           AND p.bytes <> sitemap_entry_bytes(u.loc) + sitemap_media_bytes(u.images, u.videos)",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("sizes");
+    assert_eq!(missized, [], "each placed row reserves its size");
+    let placed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sitemap_placed WHERE page IS NOT NULL")
+            .fetch_one(&app.pool)
+            .await
+            .expect("placed");
+    assert_eq!(placed, 5, "all but the row over the budget");
+    let fitting: Option<i32> = sqlx::query_scalar(
+        "SELECT p.bytes FROM sitemap_placed p JOIN sitemap_urls u ON u.id = p.id
+         WHERE u.loc = $1 AND p.page IS NOT NULL",
+    )
+    .bind(loc(&fits))
+    .fetch_optional(&app.pool)
+    .await
+    .expect("fitting row");
+    assert_eq!(fitting.map(i64::from), Some(budget));
+    let reason: Option<String> = sqlx::query_scalar(
+        "SELECT p.skip_reason FROM sitemap_placements p JOIN sitemap_urls u ON u.id = p.id
+         WHERE u.loc = $1",
+    )
+    .bind(loc(&over))
+    .fetch_optional(&app.pool)
+    .await
+    .expect("row over the budget");
+    assert_eq!(
+        reason,
+        Some(format!(
+            "entry of {} bytes, over the page budget of {budget} (max_bytes less 1024)",
+            budget + 1
+        ))
+    );
+    let served: usize = app.crawl().await.iter().map(|(_, locs)| locs.len()).sum();
+    assert_eq!(served, 5);
 }
 
 #[sqlx::test]
