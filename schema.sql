@@ -1518,12 +1518,12 @@ DECLARE
     taken bigint;
 BEGIN
     INSERT INTO sitemap_fold_rows (change_xid, id, site, section, loc, cluster, own_bytes, images, videos,
-                                   replaced, may_be_placed, lastmod, loc_sized)
+                                   replaced, may_be_placed, lastmod)
     SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
            CASE WHEN u.id <= newest_placed THEN sitemap_entry_bytes(u.loc) ELSE 0 END
            + sitemap_media_bytes(u.images, u.videos),
            coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
-           u.id <= newest_placed, u.lastmod, u.id <= newest_placed
+           u.id <= newest_placed, u.lastmod
     FROM ((SELECT * FROM sitemap_urls
            -- a range of one xid, not an equality: ordered by (change_xid,
            -- id), the scan can only be that index's, positioned at the row
@@ -1544,7 +1544,7 @@ END $$;
 -- Name: FUNCTION sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint) IS 'Reads into sitemap_fold_rows, in (change_xid, id) order and with their lastmods, at most max_rows changed rows with change_xid in [low, high] after (after_xid, after_id), each marked with whether it may have a placement (no row past newest_placed has one); returns how many. A row that may not is sized without its loc (loc_sized false): the service sizes its loc as it numbers it. Planned as an ordered walk of the index: a sort or a bitmap of the whole range would read all of it every batch.';
+COMMENT ON FUNCTION public.sitemap_fold_read(low xid8, high xid8, after_xid xid8, after_id bigint, max_rows bigint, newest_placed bigint) IS 'Reads into sitemap_fold_rows, in (change_xid, id) order and with their lastmods, at most max_rows changed rows with change_xid in [low, high] after (after_xid, after_id), each marked with whether it may have a placement (no row past newest_placed has one); returns how many. A row that may not is sized without its loc: the service sizes its loc as it numbers it. Planned as an ordered walk of the index: a sort or a bitmap of the whole range would read all of it every batch.';
 
 
 --
@@ -1695,10 +1695,7 @@ BEGIN
             may_be_placed boolean NOT NULL,
             -- its lastmod, when it was read as changed: one later than the
             -- fold's time is served as that (sitemap_fold_clamp_lastmods)
-            lastmod timestamptz NULL,
-            -- own_bytes counts its loc: false for a row that cannot have a
-            -- placement, whose loc the service sizes as it numbers it
-            loc_sized boolean NOT NULL DEFAULT true
+            lastmod timestamptz NULL
         ) ON COMMIT DELETE ROWS;
         -- each step's per-page deltas, applied once at the end (a page's
         -- count only falls before then, so placing against it is safe)
@@ -1733,10 +1730,6 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_attribute
                    WHERE attrelid = 'pg_temp.sitemap_fold_rows'::regclass AND attname = 'lastmod') THEN
         ALTER TABLE pg_temp.sitemap_fold_rows ADD COLUMN lastmod timestamptz NULL;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                   WHERE attrelid = 'pg_temp.sitemap_fold_rows'::regclass AND attname = 'loc_sized') THEN
-        ALTER TABLE pg_temp.sitemap_fold_rows ADD COLUMN loc_sized boolean NOT NULL DEFAULT true;
     END IF;
     -- the fold under way in this transaction, from its beginning to its end
     IF to_regclass('pg_temp.sitemap_fold_pass') IS NULL THEN
@@ -1777,7 +1770,10 @@ BEGIN
         SELECT f.id, f.site, f.section, f.loc, sitemap_loc_hash(f.loc) AS loc_hash,
                f.cluster, f.replaced, f.images, f.videos,
                f.own_bytes + coalesce(k.link_bytes, 0) AS bytes,
-               coalesce(cardinality(k.hrefs), 0) AS alternates, f.loc_sized,
+               coalesce(cardinality(k.hrefs), 0) AS alternates,
+               -- own_bytes counts the loc only of a row that may have a
+               -- placement; the service sizes the others' locs
+               f.may_be_placed AS loc_sized,
                CASE WHEN s.site IS NULL THEN 'site not configured'
                     WHEN NOT ((s.plain_base AND starts_with(f.loc, s.base) AND strpos(f.loc, '/.') = 0)
                               OR sitemap_loc_in_scope(f.loc, s.origin, s.path_prefix))
@@ -1785,16 +1781,16 @@ BEGIN
                     -- An entry takes at most six bytes a byte of its loc (a
                     -- quote written as &quot;) besides its markup: a loc the
                     -- service sizes is sized here only when it could be over.
-                    WHEN NOT f.loc_sized
+                    WHEN NOT f.may_be_placed
                          AND f.own_bytes + coalesce(k.link_bytes, 0) + sitemap_entry_bytes('')
                              + 6 * octet_length(f.loc) <= (SELECT entry_budget FROM sitemap_settings)
                         THEN NULL
                     WHEN f.own_bytes + coalesce(k.link_bytes, 0)
-                         + CASE WHEN f.loc_sized THEN 0 ELSE sitemap_entry_bytes(f.loc) END
+                         + CASE WHEN f.may_be_placed THEN 0 ELSE sitemap_entry_bytes(f.loc) END
                          > (SELECT entry_budget FROM sitemap_settings)
                         THEN format('entry of %s bytes, over the page budget of %s (max_bytes less %s)',
                                     f.own_bytes + coalesce(k.link_bytes, 0)
-                                    + CASE WHEN f.loc_sized THEN 0 ELSE sitemap_entry_bytes(f.loc) END,
+                                    + CASE WHEN f.may_be_placed THEN 0 ELSE sitemap_entry_bytes(f.loc) END,
                                     (SELECT entry_budget FROM sitemap_settings), 1024)
                END AS skip_reason
         -- the settings in subqueries, not joined: a join is a step per row

@@ -6,9 +6,9 @@
 -- of sitemap_fold_begin reads its size: only the service does, when it
 -- numbers the row, and it has the loc at hand and sizes it with the same
 -- rule (src/sitemap/writer.rs, entry_bytes, held equal to the schema's by
--- a test). Such a row's own_bytes now holds its images and videos alone,
--- and sitemap_fold_rows.loc_sized says so; sitemap_fold_unplaced passes
--- loc_sized on, and still finds an entry over the page budget itself,
+-- a test). Such a row (may_be_placed false) now has its images and videos
+-- alone in own_bytes; sitemap_fold_unplaced tells the service so
+-- (loc_sized), and still finds an entry over the page budget itself,
 -- sizing the loc only when six bytes a byte could be over. Both functions
 -- are restated whole, with the same signatures.
 
@@ -23,12 +23,12 @@ DECLARE
     taken bigint;
 BEGIN
     INSERT INTO sitemap_fold_rows (change_xid, id, site, section, loc, cluster, own_bytes, images, videos,
-                                   replaced, may_be_placed, lastmod, loc_sized)
+                                   replaced, may_be_placed, lastmod)
     SELECT u.change_xid, u.id, u.site, u.section, u.loc, u.hreflang_cluster,
            CASE WHEN u.id <= newest_placed THEN sitemap_entry_bytes(u.loc) ELSE 0 END
            + sitemap_media_bytes(u.images, u.videos),
            coalesce(jsonb_array_length(u.images), 0), coalesce(jsonb_array_length(u.videos), 0), false,
-           u.id <= newest_placed, u.lastmod, u.id <= newest_placed
+           u.id <= newest_placed, u.lastmod
     FROM ((SELECT * FROM sitemap_urls
            -- a range of one xid, not an equality: ordered by (change_xid,
            -- id), the scan can only be that index's, positioned at the row
@@ -88,10 +88,7 @@ BEGIN
             may_be_placed boolean NOT NULL,
             -- its lastmod, when it was read as changed: one later than the
             -- fold's time is served as that (sitemap_fold_clamp_lastmods)
-            lastmod timestamptz NULL,
-            -- own_bytes counts its loc: false for a row that cannot have a
-            -- placement, whose loc the service sizes as it numbers it
-            loc_sized boolean NOT NULL DEFAULT true
+            lastmod timestamptz NULL
         ) ON COMMIT DELETE ROWS;
         -- each step's per-page deltas, applied once at the end (a page's
         -- count only falls before then, so placing against it is safe)
@@ -126,10 +123,6 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_attribute
                    WHERE attrelid = 'pg_temp.sitemap_fold_rows'::regclass AND attname = 'lastmod') THEN
         ALTER TABLE pg_temp.sitemap_fold_rows ADD COLUMN lastmod timestamptz NULL;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_attribute
-                   WHERE attrelid = 'pg_temp.sitemap_fold_rows'::regclass AND attname = 'loc_sized') THEN
-        ALTER TABLE pg_temp.sitemap_fold_rows ADD COLUMN loc_sized boolean NOT NULL DEFAULT true;
     END IF;
     -- the fold under way in this transaction, from its beginning to its end
     IF to_regclass('pg_temp.sitemap_fold_pass') IS NULL THEN
@@ -170,7 +163,10 @@ BEGIN
         SELECT f.id, f.site, f.section, f.loc, sitemap_loc_hash(f.loc) AS loc_hash,
                f.cluster, f.replaced, f.images, f.videos,
                f.own_bytes + coalesce(k.link_bytes, 0) AS bytes,
-               coalesce(cardinality(k.hrefs), 0) AS alternates, f.loc_sized,
+               coalesce(cardinality(k.hrefs), 0) AS alternates,
+               -- own_bytes counts the loc only of a row that may have a
+               -- placement; the service sizes the others' locs
+               f.may_be_placed AS loc_sized,
                CASE WHEN s.site IS NULL THEN 'site not configured'
                     WHEN NOT ((s.plain_base AND starts_with(f.loc, s.base) AND strpos(f.loc, '/.') = 0)
                               OR sitemap_loc_in_scope(f.loc, s.origin, s.path_prefix))
@@ -178,16 +174,16 @@ BEGIN
                     -- An entry takes at most six bytes a byte of its loc (a
                     -- quote written as &quot;) besides its markup: a loc the
                     -- service sizes is sized here only when it could be over.
-                    WHEN NOT f.loc_sized
+                    WHEN NOT f.may_be_placed
                          AND f.own_bytes + coalesce(k.link_bytes, 0) + sitemap_entry_bytes('')
                              + 6 * octet_length(f.loc) <= (SELECT entry_budget FROM sitemap_settings)
                         THEN NULL
                     WHEN f.own_bytes + coalesce(k.link_bytes, 0)
-                         + CASE WHEN f.loc_sized THEN 0 ELSE sitemap_entry_bytes(f.loc) END
+                         + CASE WHEN f.may_be_placed THEN 0 ELSE sitemap_entry_bytes(f.loc) END
                          > (SELECT entry_budget FROM sitemap_settings)
                         THEN format('entry of %s bytes, over the page budget of %s (max_bytes less %s)',
                                     f.own_bytes + coalesce(k.link_bytes, 0)
-                                    + CASE WHEN f.loc_sized THEN 0 ELSE sitemap_entry_bytes(f.loc) END,
+                                    + CASE WHEN f.may_be_placed THEN 0 ELSE sitemap_entry_bytes(f.loc) END,
                                     (SELECT entry_budget FROM sitemap_settings), 1024)
                END AS skip_reason
         -- the settings in subqueries, not joined: a join is a step per row
@@ -217,6 +213,6 @@ END $$;
 
 
 COMMENT ON FUNCTION sitemap_fold_read(xid8, xid8, xid8, bigint, bigint, bigint) IS
-$$Reads into sitemap_fold_rows, in (change_xid, id) order and with their lastmods, at most max_rows changed rows with change_xid in [low, high] after (after_xid, after_id), each marked with whether it may have a placement (no row past newest_placed has one); returns how many. A row that may not is sized without its loc (loc_sized false): the service sizes its loc as it numbers it. Planned as an ordered walk of the index: a sort or a bitmap of the whole range would read all of it every batch.$$;
+$$Reads into sitemap_fold_rows, in (change_xid, id) order and with their lastmods, at most max_rows changed rows with change_xid in [low, high] after (after_xid, after_id), each marked with whether it may have a placement (no row past newest_placed has one); returns how many. A row that may not is sized without its loc: the service sizes its loc as it numbers it. Planned as an ordered walk of the index: a sort or a bitmap of the whole range would read all of it every batch.$$;
 COMMENT ON FUNCTION sitemap_fold_working_tables() IS
 $$Makes this connection's temporary working tables of a fold (kept between folds, emptied at each commit) and the view sitemap_fold_unplaced, where they are missing or older than their columns. sitemap_fold_begin calls it; the service calls it first when it applies the removals itself.$$;
