@@ -806,9 +806,6 @@ DECLARE
     changed_in_runs bigint := 0;
     moved_in_runs bigint := 0;
     kept_in_runs bigint := 0;
-    -- the sites with more than 10,000 of them kept: their feed entries are
-    -- kept by blocks of ids (see above)
-    sites_keeping_many text[];
     -- its feed entries go to the stash (see above)
     stashing boolean := EXISTS (SELECT 1 FROM sitemap_change_stash);
     -- the caller's enable_sort, restored after the statements that hash
@@ -1063,42 +1060,64 @@ BEGIN
         -- joined with the rows read themselves: through sitemap_run_members,
         -- their ids went into an array, out of it into a hash, and its
         -- result into another (about 150 of 400 ms for 150,000 rows).
-        INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
-        SELECT f.id, h.site, h.section, h.page, h.bytes, f.loc,
-               CASE WHEN (f.site, f.section, sitemap_loc_hash(f.loc)) IS DISTINCT FROM (h.site, h.section, h.loc_hash)
-                        THEN 'moved'
-                    WHEN f.own_bytes = h.bytes AND f.images = 0 AND f.videos = 0 AND f.cluster IS NULL
-                        THEN 'kept'
-                    ELSE 'changed'
-               END
-        FROM (SELECT m.id, m.site, m.section, m.page, m.loc_hash, m.bytes
-              FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed)) m
-              WHERE placed_read <= 10000
-              UNION ALL
-              SELECT m.id, k.site, k.section, k.page, m.loc_hash, m.bytes
-              FROM sitemap_placement_runs k
-              CROSS JOIN LATERAL unnest(k.ids, k.loc_hashes, k.bytes) AS m(id, loc_hash, bytes)
-              WHERE placed_read > 10000
-                AND k.last_id >= lowest_placed_read AND k.first_id <= highest_placed_read) h
-        JOIN sitemap_fold_rows f ON f.id = h.id AND f.may_be_placed;
-        -- Counted in one scan, by page: each step below for a fate scans
-        -- them all again, and a bulk update of lastmods finds every row kept.
-        -- The kept rows' pages are noted from the same counts, and so are
-        -- the sites whose kept rows' entries are grouped by blocks of ids.
-        -- By hashing: the pages are few, and sorting every row by its page
-        -- took 70 of the 100 ms this took for 150,000 kept rows.
+        -- Their fates are found, counted by page and announced in one
+        -- statement. A kept row is written to sitemap_fold_in_runs only
+        -- when sitemap_fold_unplaced will be read, which leaves out the rows
+        -- kept: when every row read is kept and no cluster changed, the
+        -- service does not read it (nothing_to_place, below). Writing
+        -- 200,000 kept rows there, with their locs, and reading them back
+        -- for their entries took 40% of a fold of updated lastmods.
+        -- Counted by hashing: the pages are few, and sorting every row by
+        -- its page took 70 of the 100 ms this took for 150,000 kept rows.
+        -- The sites with more than 10,000 rows kept have their entries kept
+        -- by blocks of ids (see above).
         PERFORM set_config('enable_sort', 'off', true);
-        WITH per_page AS MATERIALIZED (
+        WITH fates AS MATERIALIZED (
+            SELECT f.id, h.site, h.section, h.page, h.bytes, f.loc,
+                   CASE WHEN (f.site, f.section, sitemap_loc_hash(f.loc)) IS DISTINCT FROM (h.site, h.section, h.loc_hash)
+                            THEN 'moved'
+                        WHEN f.own_bytes = h.bytes AND f.images = 0 AND f.videos = 0 AND f.cluster IS NULL
+                            THEN 'kept'
+                        ELSE 'changed'
+                   END AS fate
+            FROM (SELECT m.id, m.site, m.section, m.page, m.loc_hash, m.bytes
+                  FROM sitemap_run_members(ARRAY(SELECT id FROM sitemap_fold_rows WHERE may_be_placed)) m
+                  WHERE placed_read <= 10000
+                  UNION ALL
+                  SELECT m.id, k.site, k.section, k.page, m.loc_hash, m.bytes
+                  FROM sitemap_placement_runs k
+                  CROSS JOIN LATERAL unnest(k.ids, k.loc_hashes, k.bytes) AS m(id, loc_hash, bytes)
+                  WHERE placed_read > 10000
+                    AND k.last_id >= lowest_placed_read AND k.first_id <= highest_placed_read) h
+            JOIN sitemap_fold_rows f ON f.id = h.id AND f.may_be_placed
+        ), per_page AS MATERIALIZED (
             SELECT site, section, page, count(*) FILTER (WHERE fate = 'changed') AS changed,
                    count(*) FILTER (WHERE fate = 'moved') AS moved, count(*) FILTER (WHERE fate = 'kept') AS kept
-            FROM sitemap_fold_in_runs GROUP BY site, section, page
+            FROM fates GROUP BY site, section, page
+        ), noted AS (
+            INSERT INTO sitemap_fold_in_runs (id, site, section, page, bytes, loc, fate)
+            SELECT id, site, section, page, bytes, loc, fate FROM fates
+            WHERE fate <> 'kept'
+               OR (SELECT sum(kept) FROM per_page) < rows_read
+               OR EXISTS (SELECT 1 FROM sitemap_fold_clusters)
         ), kept_pages AS (
             INSERT INTO sitemap_fold_page_deltas
             SELECT site, section, page, 0, 0, 0, 0, 0, kept, false FROM per_page WHERE kept > 0
+        ), announced AS (
+            INSERT INTO sitemap_changes (site, loc, change, committed_at)
+            SELECT site, loc, 'updated', seen FROM fates WHERE fate = 'kept' AND NOT stashing
+        ), kept AS (
+            INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
+            SELECT site, 'updated', seen, array_agg(loc)
+            FROM fates
+            WHERE fate = 'kept' AND stashing
+            GROUP BY site,
+                     CASE WHEN site = ANY (ARRAY(SELECT site FROM per_page GROUP BY site HAVING sum(kept) > 10000))
+                          THEN id / 10000 END
+            ORDER BY min(id)
         )
-        SELECT coalesce(sum(changed), 0), coalesce(sum(moved), 0), coalesce(sum(kept), 0),
-               ARRAY(SELECT site FROM per_page GROUP BY site HAVING sum(kept) > 10000)
-        INTO changed_in_runs, moved_in_runs, kept_in_runs, sites_keeping_many
+        SELECT coalesce(sum(changed), 0), coalesce(sum(moved), 0), coalesce(sum(kept), 0)
+        INTO changed_in_runs, moved_in_runs, kept_in_runs
         FROM per_page;
         PERFORM set_config('enable_sort', sorting, true);
         IF changed_in_runs > 0 THEN
@@ -1241,22 +1260,6 @@ BEGIN
     PERFORM sitemap_apply_deltas(array_agg(site), array_agg(section), array_agg(page), array_agg(url_count),
                                  array_agg(bytes), array_agg(images), array_agg(videos), array_agg(alternates))
     FROM sitemap_fold_page_deltas WHERE applied;
-
-    -- Rows changed where their run holds them: news, and their pages'
-    -- lastmod moves.
-    IF kept_in_runs > 0 THEN
-        PERFORM set_config('enable_sort', 'off', true);
-        WITH announced AS (
-            INSERT INTO sitemap_changes (site, loc, change, committed_at)
-            SELECT site, loc, 'updated', seen FROM sitemap_fold_in_runs WHERE fate = 'kept' AND NOT stashing
-        )
-        INSERT INTO sitemap_change_stash (site, change, committed_at, locs)
-        SELECT site, 'updated', seen, array_agg(loc)
-        FROM sitemap_fold_in_runs
-        WHERE fate = 'kept' AND stashing
-        GROUP BY site, CASE WHEN site = ANY (sites_keeping_many) THEN id / 10000 END ORDER BY min(id);
-        PERFORM set_config('enable_sort', sorting, true);
-    END IF;
 
     -- Every row read stays as its run placed it, or none was read:
     -- sitemap_fold_unplaced is empty, and the service need not ask (its
