@@ -9,7 +9,8 @@
 -- written to sitemap_fold_in_runs only when sitemap_fold_unplaced is
 -- read, which leaves the kept rows out. Within a fold, the kept rows'
 -- feed entries now come before those of the rows placed alone. The
--- function is restated whole, with the same signature.
+-- function is restated whole, with the same signature, and its comment
+-- says that the view is not to be read when nothing is to be placed.
 
 CREATE OR REPLACE FUNCTION sitemap_fold_begin(max_rows bigint DEFAULT NULL, removals_taken bigint DEFAULT NULL,
                                    OUT started boolean, OUT nothing_to_place boolean)
@@ -519,8 +520,9 @@ BEGIN
                                  array_agg(bytes), array_agg(images), array_agg(videos), array_agg(alternates))
     FROM sitemap_fold_page_deltas WHERE applied;
 
-    -- Every row read stays as its run placed it, or none was read:
-    -- sitemap_fold_unplaced is empty, and the service need not ask (its
+    -- Every row read stays as its run placed it, or none was read: there
+    -- is nothing to place, and the service does not read
+    -- sitemap_fold_unplaced (the rows kept were not noted for it; its
     -- anti-join of every row read with those kept took about 100 ms of a
     -- fold of 125,000 updated lastmods). A row stands in one run at most,
     -- and each row read is in sitemap_fold_rows once, so the counts say it.
@@ -540,3 +542,6 @@ BEGIN
             CASE WHEN first_xid_read = last_xid_read THEN last_id_read END, later_lastmods);
     INSERT INTO sitemap_fold_lane VALUES (CASE WHEN lane THEN current_snapshot END, pass_placed_through);
 END $$;
+
+COMMENT ON FUNCTION sitemap_fold_begin(bigint, bigint) IS
+$$Step 1 of a fold, in a REPEATABLE READ transaction that locked sitemap_fold_state before its first query. Takes the removals (at most max_rows; all when NULL) and applies them, or, when removals_taken is given, counts that many as taken and applied to the runs by the service, and takes off sitemap_placements those it left in sitemap_fold_removals; while it may have left some (removals_left), reads nothing else. While a pass is under way, folds as a lane the rows of sitemap_fold_lane_ranges when there are 1 to 10,000 of them, and reads nothing else. Otherwise begins a pass when none is under way and reads changed rows of the transactions the pass covers (sitemap_fold_ranges, sitemap_fold_read), as many as max_rows leaves room for after the removals. Then applies moves and rows changed in place, takes off their pages the rows that outgrew them, writes the 'updated' and 'removed' feed entries, and leaves the rows to place, sized, in the temporary view sitemap_fold_unplaced for the service to number. Returns whether it began a pass, and whether every row it read stays as its run placed it, so that there is nothing to place (nothing_to_place): then sitemap_fold_unplaced is not to be read, as the rows kept are not noted for it. One fold a transaction.$$;
