@@ -253,6 +253,7 @@ impl App {
         let operators = metrics_listener.map(|listener| {
             tokio::spawn(connections::serve(
                 listener,
+                connections::RunOn::ThisRuntime,
                 http::metrics_router(state.clone()),
                 http::metrics_router(state.clone()),
                 connections::Limits {
@@ -267,6 +268,7 @@ impl App {
         let grace = self.shutdown_grace;
         let server = connections::serve(
             listener,
+            connections::RunOn::ConnectionThreads,
             http::router(state.clone()),
             http::overflow_router(state.clone()),
             limits,
@@ -431,6 +433,7 @@ fn pages(store: &Store, config: &Config, metrics: &Arc<Metrics>) -> Pages {
                 settings.max_concurrent_builds as usize,
                 Duration::from_millis(settings.build_wait_ms),
             ),
+            runtime: tokio::runtime::Handle::current(),
         },
         indexes: Indexes::new(store.clone(), summaries.clone(), settings),
         summaries,

@@ -45,6 +45,9 @@ pub(crate) enum HttpError {
     /// The changes committed before the start are still being placed.
     #[error("not ready")]
     NotReady,
+    /// The runtime that answers the request shut down first.
+    #[error("stopping")]
+    Stopping,
     /// A write API request refused for what it holds.
     #[error("{}: {}", .0.title, .0.detail)]
     Problem(Box<Problem>),
@@ -206,6 +209,12 @@ impl IntoResponse for HttpError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
                 "placing the changes committed before the start, retry later\n",
+            )
+                .into_response(),
+            HttpError::Stopping => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+                "the service is stopping, retry later\n",
             )
                 .into_response(),
             HttpError::Problem(problem) => problem_response(&problem),

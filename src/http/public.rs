@@ -10,11 +10,13 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
+use tokio::runtime::Handle;
 use tracing::Instrument;
 
 use super::connections::Answers;
@@ -25,10 +27,28 @@ use crate::metrics::route_of;
 #[derive(Clone)]
 pub(crate) struct Public {
     state: HttpState,
-    routes: Router,
+    routes: Arc<Routes>,
     /// Whether files are answered here too, and `routes` only answers what
     /// [`routed`] names.
     files: bool,
+}
+
+/// The router, and where it answers: the shared runtime, since the API's
+/// handlers take the CPU for as long as their batches need, which on a
+/// connection thread would hold up every other connection of that thread.
+/// Held together so that a request clones one `Arc` for both.
+struct Routes {
+    router: Router,
+    runtime: Handle,
+}
+
+impl Routes {
+    fn new(router: Router) -> Arc<Routes> {
+        Arc::new(Routes {
+            router,
+            runtime: Handle::current(),
+        })
+    }
 }
 
 impl Public {
@@ -36,7 +56,7 @@ impl Public {
     pub(crate) fn new(state: HttpState, routes: Router) -> Public {
         Public {
             state,
-            routes,
+            routes: Routes::new(routes),
             files: false,
         }
     }
@@ -46,7 +66,7 @@ impl Public {
     pub(crate) fn serving_files(state: HttpState, routes: Router) -> Public {
         Public {
             state,
-            routes,
+            routes: Routes::new(routes),
             files: true,
         }
     }
@@ -97,9 +117,18 @@ async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -
                     .into_response()
             }
             Ok(_) => {
-                routes
-                    .answer(Request::from_parts(request, body), peer)
-                    .await
+                let answered = routes.runtime.spawn(
+                    routes
+                        .router
+                        .answer(Request::from_parts(request, body), peer),
+                );
+                match answered.await {
+                    Ok(response) => response,
+                    Err(stopped) => match stopped.try_into_panic() {
+                        Ok(panic) => std::panic::resume_unwind(panic),
+                        Err(_) => super::HttpError::Stopping.into_response(),
+                    },
+                }
             }
         };
         tracing::debug!(status = response.status().as_u16(), "answered");

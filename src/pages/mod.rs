@@ -61,7 +61,19 @@ impl Pages {
     ) -> Result<(Chunks, Source), Arc<RenderError>> {
         self.cache
             .get_or_build(key, |key| {
-                build_page(self.renderer.clone(), key.clone(), route)
+                let build = self.renderer.runtime.spawn(build_page(
+                    self.renderer.clone(),
+                    key.clone(),
+                    route,
+                ));
+                async move {
+                    build
+                        .await
+                        .unwrap_or_else(|stopped| match stopped.try_into_panic() {
+                            Ok(panic) => std::panic::resume_unwind(panic),
+                            Err(_) => Err(RenderError::Stopping),
+                        })
+                }
             })
             .await
     }

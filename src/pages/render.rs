@@ -35,6 +35,9 @@ pub(crate) enum RenderError {
     Limit(#[from] LimitExceeded),
     #[error("compressing the page: {0}")]
     Compress(#[from] std::io::Error),
+    /// The runtime that builds pages shut down before this one was built.
+    #[error("the service is stopping")]
+    Stopping,
 }
 
 /// How pages are rendered: the service's settings that shape a page.
@@ -54,6 +57,10 @@ pub(crate) struct Renderer {
     pub(crate) skips: Arc<SkipLog>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) slots: BuildSlots,
+    /// The shared runtime, where pages are built: a build compresses for
+    /// tens of milliseconds, which on a connection thread would hold up
+    /// every other connection of that thread.
+    pub(crate) runtime: tokio::runtime::Handle,
 }
 
 /// At most this many pages are built at once. A build that cannot get a
@@ -100,6 +107,7 @@ pub(crate) async fn build_page(
         skips,
         metrics,
         slots,
+        runtime: _,
     } = renderer;
     let slot = slots.take().await?;
     let started = std::time::Instant::now();

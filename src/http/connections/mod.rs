@@ -16,6 +16,7 @@
 //! process's open-files limit, which is raised to its hard limit at start.
 
 mod io;
+mod threads;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -140,12 +141,23 @@ pub(crate) fn open_files_limit() -> u64 {
     rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft)
 }
 
+/// Where a listener's connections are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunOn {
+    /// The process's connection threads, one per core (`threads`): the
+    /// public listener, where the request rate is.
+    ConnectionThreads,
+    /// The runtime the listener is served from: the operators' port.
+    ThisRuntime,
+}
+
 /// Serves `app` on `listener` within `limits` until `shutdown` resolves, then
 /// stops accepting and returns once every open connection has finished its
 /// response (idle ones are closed at once). Connections past
 /// `max_connections` are served one request by `overflow`.
 pub(crate) async fn serve<A: Answers>(
     listener: TcpListener,
+    run_on: RunOn,
     app: A,
     overflow: A,
     limits: Limits,
@@ -181,18 +193,36 @@ pub(crate) async fn serve<A: Answers>(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (state, connection) = connection(stream, peer, router, &limits, overflowing);
-        let watched = graceful.watch(connection);
         let (metrics, shutting_down) = (metrics.clone(), shutting_down.clone());
         metrics.connection_opened(overflowing);
-        tokio::spawn(async move {
-            let result = watched.await;
+        let (watcher, limits) = (graceful.watcher(), limits.clone());
+        let served = move |stream: TcpStream| async move {
+            let (state, connection) = connection(stream, peer, router, &limits, overflowing);
+            let result = watcher.watch(connection).await;
             let reason = close_reason(&state, &result, overflowing, &shutting_down);
             metrics.connection_closed(reason.label());
             metrics.connection_ended(overflowing);
             log_close(peer, reason, result.err());
             drop(permit);
-        });
+        };
+        match run_on {
+            RunOn::ThisRuntime => drop(tokio::spawn(served(stream))),
+            // Moved as a plain socket, and registered with the reactor of
+            // the runtime that will serve it.
+            RunOn::ConnectionThreads => match stream.into_std() {
+                Ok(stream) => threads::spawn(async move {
+                    match TcpStream::from_std(stream) {
+                        Ok(stream) => served(stream).await,
+                        Err(error) => {
+                            tracing::warn!(%peer, %error, "could not serve an accepted connection")
+                        }
+                    }
+                }),
+                Err(error) => {
+                    tracing::warn!(%peer, %error, "could not serve an accepted connection")
+                }
+            },
+        }
     }
     drop(listener);
     shutting_down.store(true, Ordering::Release);
