@@ -16,6 +16,7 @@
 //! process's open-files limit, which is raised to its hard limit at start.
 
 mod io;
+mod shutdown;
 mod threads;
 
 use std::convert::Infallible;
@@ -37,12 +38,13 @@ use hyper::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
+use hyper_util::server::graceful::GracefulConnection;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use io::{Clocks, CloseReason, ConnectionState, GuardedStream, InFlight};
+use shutdown::Shutdown;
 
 use crate::metrics::Metrics;
 
@@ -167,7 +169,7 @@ pub(crate) async fn serve<A: Answers>(
     let regular = Arc::new(Semaphore::new(limits.max_connections));
     let extra = Arc::new(Semaphore::new(limits.overflow_connections));
     let refusal = refusal_bytes();
-    let graceful = GracefulShutdown::new();
+    let graceful = Shutdown::new();
     let shutting_down = Arc::new(AtomicBool::new(false));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -195,10 +197,10 @@ pub(crate) async fn serve<A: Answers>(
         let _ = stream.set_nodelay(true);
         let (metrics, shutting_down) = (metrics.clone(), shutting_down.clone());
         metrics.connection_opened(overflowing);
-        let (watcher, limits) = (graceful.watcher(), limits.clone());
+        let (admitted, limits) = (graceful.admit(), limits.clone());
         let served = move |stream: TcpStream| async move {
             let (state, connection) = connection(stream, peer, router, &limits, overflowing);
-            let result = watcher.watch(connection).await;
+            let result = admitted.watch(connection).await;
             let reason = close_reason(&state, &result, overflowing, &shutting_down);
             metrics.connection_closed(reason.label());
             metrics.connection_ended(overflowing);
@@ -226,7 +228,7 @@ pub(crate) async fn serve<A: Answers>(
     }
     drop(listener);
     shutting_down.store(true, Ordering::Release);
-    graceful.shutdown().await;
+    graceful.begin_and_wait().await;
     Ok(())
 }
 
