@@ -3,9 +3,10 @@
 //! takes but the writer's, so no cache line moves between cores per
 //! request, and no task is woken); a fetch like the one before it (the same
 //! file, crawler and answer, in the same hour) only counts in that one's
-//! entry. When the buffer is full, fetches are dropped and counted. The writer takes the buffers every 50 ms, adds
-//! fetches up per file and crawler (and per hour), counts them in the
-//! metrics, and writes the sums once a second.
+//! entry. When the buffer is full, fetches are dropped and counted. The
+//! writer takes the buffers every 50 ms, adds fetches up per file and
+//! crawler (and per hour), counts them in the metrics, and writes the sums
+//! once a second.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
