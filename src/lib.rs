@@ -37,7 +37,7 @@
 //! which follows what the schema announces and drops what it makes stale;
 //! [`sitemap`], the protocol itself, pure (limits, file names, URL rules,
 //! the XML writer); [`clock`], [`tokens`], [`telemetry`], [`demo`], and the
-//! private `metrics` and `quote`. The binary's commands are in
+//! private `metrics`, `quote` and `runtime`. The binary's commands are in
 //! `src/cli/`. How pages are kept, the fold and the change feed are told in
 //! `docs/architecture.md`; the schema is `schema.sql`.
 
@@ -56,6 +56,7 @@ pub mod ingest;
 mod metrics;
 pub mod pages;
 mod quote;
+mod runtime;
 pub mod site;
 pub mod sitemap;
 pub mod store;

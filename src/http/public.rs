@@ -22,6 +22,7 @@ use tracing::Instrument;
 use super::connections::Answers;
 use super::{HttpState, fetches, host, sitemaps};
 use crate::metrics::route_of;
+use crate::runtime::run_on;
 
 /// The public port's routes inside the pipeline every request goes through.
 #[derive(Clone)]
@@ -117,18 +118,12 @@ async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -
                     .into_response()
             }
             Ok(_) => {
-                let answered = routes.runtime.spawn(
-                    routes
-                        .router
-                        .answer(Request::from_parts(request, body), peer),
-                );
-                match answered.await {
-                    Ok(response) => response,
-                    Err(stopped) => match stopped.try_into_panic() {
-                        Ok(panic) => std::panic::resume_unwind(panic),
-                        Err(_) => super::HttpError::Stopping.into_response(),
-                    },
-                }
+                let answered = routes
+                    .router
+                    .answer(Request::from_parts(request, body), peer);
+                run_on(&routes.runtime, answered)
+                    .await
+                    .unwrap_or_else(|| super::HttpError::Stopping.into_response())
             }
         };
         tracing::debug!(status = response.status().as_u16(), "answered");

@@ -22,6 +22,7 @@ use crate::config::Settings;
 use crate::pages::cache::{Chunks, PageCache, PageKey, Source};
 use crate::pages::render::{RenderError, Renderer, build_page};
 use crate::pages::summaries::{PageSummary, Summaries};
+use crate::runtime::run_on;
 use crate::site::Site;
 use crate::sitemap::name::IndexFile;
 use crate::store;
@@ -61,18 +62,11 @@ impl Pages {
     ) -> Result<(Chunks, Source), Arc<RenderError>> {
         self.cache
             .get_or_build(key, |key| {
-                let build = self.renderer.runtime.spawn(build_page(
-                    self.renderer.clone(),
-                    key.clone(),
-                    route,
-                ));
+                let build = build_page(self.renderer.clone(), key.clone(), route);
                 async move {
-                    build
+                    run_on(&self.renderer.runtime, build)
                         .await
-                        .unwrap_or_else(|stopped| match stopped.try_into_panic() {
-                            Ok(panic) => std::panic::resume_unwind(panic),
-                            Err(_) => Err(RenderError::Stopping),
-                        })
+                        .unwrap_or(Err(RenderError::Stopping))
                 }
             })
             .await

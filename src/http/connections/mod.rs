@@ -24,7 +24,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -170,7 +169,6 @@ pub(crate) async fn serve<A: Answers>(
     let extra = Arc::new(Semaphore::new(limits.overflow_connections));
     let refusal = refusal_bytes();
     let graceful = Shutdown::new();
-    let shutting_down = Arc::new(AtomicBool::new(false));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -195,13 +193,13 @@ pub(crate) async fn serve<A: Answers>(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (metrics, shutting_down) = (metrics.clone(), shutting_down.clone());
+        let (metrics, closing) = (metrics.clone(), graceful.clone());
         metrics.connection_opened(overflowing);
         let (admitted, limits) = (graceful.admit(), limits.clone());
         let served = move |stream: TcpStream| async move {
             let (state, connection) = connection(stream, peer, router, &limits, overflowing);
             let result = admitted.watch(connection).await;
-            let reason = close_reason(&state, &result, overflowing, &shutting_down);
+            let reason = close_reason(&state, &result, overflowing, closing.begun());
             metrics.connection_closed(reason.label());
             metrics.connection_ended(overflowing);
             log_close(peer, reason, result.err());
@@ -227,7 +225,6 @@ pub(crate) async fn serve<A: Answers>(
         }
     }
     drop(listener);
-    shutting_down.store(true, Ordering::Release);
     graceful.begin_and_wait().await;
     Ok(())
 }
@@ -315,7 +312,7 @@ fn close_reason(
     state: &ConnectionState,
     result: &Result<(), hyper::Error>,
     overflowing: bool,
-    shutting_down: &AtomicBool,
+    shutting_down: bool,
 ) -> CloseReason {
     if let Some(reason) = state.timed_out() {
         return reason;
@@ -324,7 +321,7 @@ fn close_reason(
         Err(error) if error.is_parse() || error.is_parse_too_large() => CloseReason::BadRequest,
         Err(_) => CloseReason::Error,
         Ok(()) if overflowing => CloseReason::OverCapacity,
-        Ok(()) if shutting_down.load(Ordering::Acquire) => CloseReason::Shutdown,
+        Ok(()) if shutting_down => CloseReason::Shutdown,
         Ok(()) => CloseReason::Client,
     }
 }

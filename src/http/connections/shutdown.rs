@@ -43,10 +43,15 @@ impl Shutdown {
         }
     }
 
+    /// Whether it has begun.
+    pub(super) fn begun(&self) -> bool {
+        self.begun.load(Ordering::Acquire)
+    }
+
     /// Tells every connection to finish, then waits until each has.
     pub(super) async fn begin_and_wait(&self) {
         self.begun.store(true, Ordering::Release);
-        let wakers = std::mem::take(&mut *lock(&self.wakers));
+        let wakers = std::mem::take(&mut *self.wakers());
         for waker in wakers.into_values() {
             waker.wake();
         }
@@ -54,15 +59,11 @@ impl Shutdown {
         self.open.wait().await;
     }
 
-    fn lock_wakers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waker>> {
-        lock(&self.wakers)
+    fn wakers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waker>> {
+        self.wakers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A connection admitted, not yet served.
@@ -106,10 +107,10 @@ impl<C: GracefulConnection> Future for Watched<C> {
                 // Kept before the flag is read: a shutdown that begins
                 // after the read finds the waker.
                 let key = this.shutdown.next_key.fetch_add(1, Ordering::Relaxed);
-                this.shutdown.lock_wakers().insert(key, cx.waker().clone());
+                this.shutdown.wakers().insert(key, cx.waker().clone());
                 this.key = Some(key);
             }
-            if this.shutdown.begun.load(Ordering::Acquire) {
+            if this.shutdown.begun() {
                 this.connection.as_mut().graceful_shutdown();
                 this.told = true;
             }
@@ -121,7 +122,7 @@ impl<C: GracefulConnection> Future for Watched<C> {
 impl<C> Drop for Watched<C> {
     fn drop(&mut self) {
         if let Some(key) = self.key {
-            self.shutdown.lock_wakers().remove(&key);
+            self.shutdown.wakers().remove(&key);
         }
     }
 }
