@@ -158,6 +158,60 @@ async fn headers_that_never_finish_and_idle_connections_are_closed(pool: PgPool)
     .await;
 }
 
+/// Reads one response to `GET /healthz` off a kept-alive connection.
+async fn health_answer(stream: &mut TcpStream) -> String {
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !received.ends_with(b"\r\n\r\nok\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+            .await
+            .expect("answered within 5 s")
+            .expect("read");
+        assert!(
+            n > 0,
+            "closed while answering: {}",
+            String::from_utf8_lossy(&received)
+        );
+        received.extend_from_slice(&buffer[..n]);
+    }
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+#[sqlx::test]
+async fn a_connection_that_keeps_asking_outlives_both_clocks(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.header_read_timeout_ms = 1_500;
+        s.keep_alive_timeout_ms = 1_000;
+    })
+    .await;
+    let request = b"GET /healthz HTTP/1.1\r\nHost: www.example.com\r\n\r\n";
+    let mut stream = TcpStream::connect(app.addr).await.expect("connect");
+    let opened = Instant::now();
+
+    // Asked again well within the idle timeout, for twice the header
+    // timeout: each response's end restarts both clocks.
+    while opened.elapsed() < Duration::from_millis(3_000) {
+        stream.write_all(request).await.expect("request");
+        assert!(health_answer(&mut stream).await.starts_with("HTTP/1.1 200"));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    // A head trickled in for most of the header timeout, counted from the
+    // last response's end, is answered: each byte moves the idle clock.
+    for chunk in request.chunks(6) {
+        stream.write_all(chunk).await.expect("request byte");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(health_answer(&mut stream).await.starts_with("HTTP/1.1 200"));
+
+    // Then quiet: closed by the idle clock.
+    let (rest, took) = until_closed(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("the quiet connection is closed");
+    assert!(rest.is_empty());
+    assert!(took < Duration::from_secs(3), "closed after {took:?}");
+}
+
 #[sqlx::test]
 async fn a_client_that_stops_reading_is_dropped_and_gives_its_memory_back(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| {

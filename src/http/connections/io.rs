@@ -14,9 +14,13 @@
 //!   timeout of the connection starting to wait for it (its opening, or the
 //!   end of the response before), however its bytes trickle in.
 //!
-//! The clocks read the time where bytes pass, and each keeps one timer that
-//! is set again only when it fires early: setting a timer on every request
-//! cost a `304` a seventh of its rate.
+//! Bytes passing and responses ending only mark the connection active. The
+//! time is read where it is needed: when the connection waits to read with
+//! nothing in flight (the idle and header clocks), and when a write is
+//! blocked. So a `304` reads the clock once, not at each of its reads and
+//! writes. Each clock keeps one timer that is set again only when it fires
+//! early: setting a timer on every request cost a `304` a seventh of its
+//! rate.
 
 use std::io;
 use std::pin::Pin;
@@ -89,14 +93,11 @@ impl CloseReason {
 /// What a connection's socket and its requests share.
 #[derive(Debug)]
 pub(super) struct ConnectionState {
-    opened: Instant,
-    /// Milliseconds after `opened` of the last byte read or written.
-    last_activity_ms: AtomicU64,
-    /// Milliseconds after `opened` of when the connection began waiting for
-    /// the head of its next request: the end of the last response.
-    head_wait_ms: AtomicU64,
     /// Requests whose response has not been handed over whole yet.
     in_flight: AtomicUsize,
+    /// Responses handed over whole so far: each ends a request, and the
+    /// connection begins waiting for the head of the next.
+    responses_ended: AtomicU64,
     /// Set by whichever timeout ends the connection; 255 when none did.
     reason: AtomicU8,
 }
@@ -106,10 +107,8 @@ const NO_REASON: u8 = u8::MAX;
 impl ConnectionState {
     pub(super) fn new() -> Arc<ConnectionState> {
         Arc::new(ConnectionState {
-            opened: Instant::now(),
-            last_activity_ms: AtomicU64::new(0),
-            head_wait_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            responses_ended: AtomicU64::new(0),
             reason: AtomicU8::new(NO_REASON),
         })
     }
@@ -135,20 +134,6 @@ impl ConnectionState {
         );
     }
 
-    fn touch(&self) -> u64 {
-        let elapsed = self.opened.elapsed().as_millis() as u64;
-        self.last_activity_ms.store(elapsed, Ordering::Release);
-        elapsed
-    }
-
-    fn last_activity(&self) -> Instant {
-        self.opened + Duration::from_millis(self.last_activity_ms.load(Ordering::Acquire))
-    }
-
-    fn waiting_for_head_since(&self) -> Instant {
-        self.opened + Duration::from_millis(self.head_wait_ms.load(Ordering::Acquire))
-    }
-
     fn is_idle(&self) -> bool {
         self.in_flight.load(Ordering::Acquire) == 0
     }
@@ -160,8 +145,7 @@ pub(super) struct InFlight(Arc<ConnectionState>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let now = self.0.touch();
-        self.0.head_wait_ms.store(now, Ordering::Release);
+        self.0.responses_ended.fetch_add(1, Ordering::AcqRel);
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -183,6 +167,16 @@ pub(super) struct GuardedStream {
     write_stall: Duration,
     keep_alive: Duration,
     header_read: Duration,
+    /// Whether a byte was read or written since the clocks were last
+    /// brought up to date.
+    active: bool,
+    /// The responses ended when the clocks were last brought up to date.
+    responses_seen: u64,
+    /// When the connection was last seen active.
+    last_activity: Instant,
+    /// When it began waiting for the head of its next request: its opening,
+    /// or the end of the response before.
+    waiting_for_head_since: Instant,
     /// When writing last became blocked, while it still is.
     blocked_since: Option<Instant>,
     stall_timer: Option<Pin<Box<Sleep>>>,
@@ -195,13 +189,17 @@ impl GuardedStream {
         state: Arc<ConnectionState>,
         clocks: Clocks,
     ) -> GuardedStream {
-        state.touch();
+        let opened = Instant::now();
         GuardedStream {
             stream,
             state,
             write_stall: clocks.write_stall,
             keep_alive: clocks.keep_alive,
             header_read: clocks.header_read,
+            active: false,
+            responses_seen: 0,
+            last_activity: opened,
+            waiting_for_head_since: opened,
             blocked_since: None,
             stall_timer: None,
             read_timer: None,
@@ -211,9 +209,10 @@ impl GuardedStream {
     /// Called when a write could not proceed: an error once the client has
     /// accepted nothing for the stall timeout, else a wake-up at that time.
     fn check_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        let since = *self.blocked_since.get_or_insert_with(Instant::now);
+        let now = Instant::now();
+        let since = *self.blocked_since.get_or_insert(now);
         let deadline = since + self.write_stall;
-        if expired(&mut self.stall_timer, deadline, cx) {
+        if expired(&mut self.stall_timer, deadline, now, cx) {
             self.state.record(CloseReason::WriteStall);
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -229,8 +228,28 @@ impl GuardedStream {
     fn wrote(&mut self, written: &io::Result<usize>) {
         if matches!(written, Ok(n) if *n > 0) {
             self.blocked_since = None;
-            self.state.touch();
+            self.active = true;
         }
+    }
+
+    /// Now, with the idle and header clocks moved up to it if the
+    /// connection was active since they were last looked at: the time bytes
+    /// passed or a response ended is taken as the next time the connection
+    /// waits to read, which on a connection with nothing in flight follows
+    /// at once.
+    fn catch_up(&mut self) -> Instant {
+        let now = Instant::now();
+        let ended = self.state.responses_ended.load(Ordering::Acquire);
+        if ended != self.responses_seen {
+            self.responses_seen = ended;
+            self.waiting_for_head_since = now;
+            self.active = true;
+        }
+        if self.active {
+            self.active = false;
+            self.last_activity = now;
+        }
+        now
     }
 }
 
@@ -238,8 +257,12 @@ impl GuardedStream {
 /// A timer set for later is set again; one set for earlier is left to fire
 /// and be looked at then, so a deadline that moves on with every request
 /// does not reset it every time.
-fn expired(timer: &mut Option<Pin<Box<Sleep>>>, deadline: Instant, cx: &mut Context<'_>) -> bool {
-    let now = Instant::now();
+fn expired(
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    deadline: Instant,
+    now: Instant,
+    cx: &mut Context<'_>,
+) -> bool {
     if now >= deadline {
         return true;
     }
@@ -263,15 +286,16 @@ impl AsyncRead for GuardedStream {
         match Pin::new(&mut this.stream).poll_read(cx, buf) {
             Poll::Ready(result) => {
                 if buf.filled().len() > before {
-                    this.state.touch();
+                    this.active = true;
                 }
                 Poll::Ready(result)
             }
             Poll::Pending => {
                 if this.state.is_idle() {
-                    let idle = this.state.last_activity() + this.keep_alive;
-                    let head = this.state.waiting_for_head_since() + this.header_read;
-                    if expired(&mut this.read_timer, idle.min(head), cx) {
+                    let now = this.catch_up();
+                    let idle = this.last_activity + this.keep_alive;
+                    let head = this.waiting_for_head_since + this.header_read;
+                    if expired(&mut this.read_timer, idle.min(head), now, cx) {
                         // Read as the end of the stream: hyper closes an idle
                         // connection at end of stream without complaint.
                         let reason = if head <= idle {
