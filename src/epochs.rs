@@ -169,43 +169,49 @@ impl Epochs {
         {
             return Ok(value);
         }
-        // Most requests find their value kept and checked: looked up by
-        // reference, that takes no owned key (nor the cache's Arc of one).
-        if let Some(found) = cache.get(key).await
-            && found.checked.load(Ordering::Acquire)
-        {
-            // A value a drop overtook is still answered until the drop
-            // removes it from the cache, but not kept in front of it.
-            if let Some(recent) = recent
-                && !self.stale(scope, found.began)
+        // Boxed: the cache's and the read's futures are kilobytes, and
+        // every request's future would be as large as they are, and be
+        // copied whole, even when this thread's table answers.
+        Box::pin(async move {
+            // Most requests find their value kept and checked: looked up by
+            // reference, that takes no owned key (nor the cache's Arc of one).
+            if let Some(found) = cache.get(key).await
+                && found.checked.load(Ordering::Acquire)
             {
-                recent.with_borrow_mut(|table| {
-                    table.put(self.id, clock, key.to_owned(), found.value.clone())
-                });
+                // A value a drop overtook is still answered until the drop
+                // removes it from the cache, but not kept in front of it.
+                if let Some(recent) = recent
+                    && !self.stale(scope, found.began)
+                {
+                    recent.with_borrow_mut(|table| {
+                        table.put(self.id, clock, key.to_owned(), found.value.clone())
+                    });
+                }
+                return Ok(found.value);
             }
-            return Ok(found.value);
-        }
-        for _ in 0..READ_TRIES {
-            let began = self.now();
-            let found = cache
-                .try_get_with(key.to_owned(), async {
-                    Ok(Read {
-                        began,
-                        checked: Arc::default(),
-                        value: read().await?,
+            for _ in 0..READ_TRIES {
+                let began = self.now();
+                let found = cache
+                    .try_get_with(key.to_owned(), async {
+                        Ok(Read {
+                            began,
+                            checked: Arc::default(),
+                            value: read().await?,
+                        })
                     })
-                })
-                .await?;
-            if found.checked.load(Ordering::Acquire) {
-                return Ok(found.value);
+                    .await?;
+                if found.checked.load(Ordering::Acquire) {
+                    return Ok(found.value);
+                }
+                if !self.stale(scope, found.began) {
+                    found.checked.store(true, Ordering::Release);
+                    return Ok(found.value);
+                }
+                cache.invalidate(key).await;
             }
-            if !self.stale(scope, found.began) {
-                found.checked.store(true, Ordering::Release);
-                return Ok(found.value);
-            }
-            cache.invalidate(key).await;
-        }
-        Ok(read().await?)
+            Ok(read().await?)
+        })
+        .await
     }
 }
 

@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::Router;
@@ -49,6 +50,18 @@ impl Routes {
             router,
             runtime: Handle::current(),
         })
+    }
+
+    /// The router's answer, on its runtime (`None`: that runtime stopped).
+    /// Boxed where it is made: the route's future is kilobytes, which every
+    /// request's future, a file's too, would carry otherwise.
+    fn answer(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> Pin<Box<dyn Future<Output = Option<Response>> + Send + '_>> {
+        let answered = self.router.answer(request, peer);
+        Box::pin(run_on(&self.runtime, answered))
     }
 }
 
@@ -106,36 +119,45 @@ async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -
         route,
         path = %request.uri().path()
     );
-    let response = async {
-        let (request, body) = request.into_parts();
-        let asked = fetches::Asked::of(&state, &request, peer);
-        let response = match host::request_host(request.version, &request.headers, &request.uri) {
-            Err(problem) => bad_host(problem),
-            // A `HEAD` goes through the router, which frames its answer.
-            Ok(host) if files && request.method == Method::GET && !routed(route) => {
-                sitemaps::answer(&state, &request, host.as_deref(), peer)
-                    .await
-                    .into_response()
-            }
-            Ok(_) => {
-                let answered = routes
-                    .router
-                    .answer(Request::from_parts(request, body), peer);
-                run_on(&routes.runtime, answered)
-                    .await
-                    .unwrap_or_else(|| super::HttpError::Stopping.into_response())
-            }
-        };
-        tracing::debug!(status = response.status().as_u16(), "answered");
-        match asked {
-            Some(asked) => fetches::log_when_sent(asked, response),
-            None => response,
-        }
-    }
-    .instrument(span)
-    .await;
+    // An async fn of its own, not a block instrumented where it is
+    // written: this future kept a copy of such a block in each of the
+    // expression's temporaries, 12 KB in all, moved on every request.
+    let response = answer(&state, &routes, files, request, peer, route)
+        .instrument(span)
+        .await;
     state.metrics.request(route, response.status().as_u16());
     finish_response(&state, response)
+}
+
+/// The request's answer: its file's, or the router's.
+async fn answer(
+    state: &HttpState,
+    routes: &Routes,
+    files: bool,
+    request: Request<Incoming>,
+    peer: SocketAddr,
+    route: &'static str,
+) -> Response {
+    let (request, body) = request.into_parts();
+    let asked = fetches::Asked::of(state, &request, peer);
+    let response = match host::request_host(request.version, &request.headers, &request.uri) {
+        Err(problem) => bad_host(problem),
+        // A `HEAD` goes through the router, which frames its answer.
+        Ok(host) if files && request.method == Method::GET && !routed(route) => {
+            sitemaps::answer(state, &request, host.as_deref(), peer)
+                .await
+                .into_response()
+        }
+        Ok(_) => routes
+            .answer(Request::from_parts(request, body), peer)
+            .await
+            .unwrap_or_else(|| super::HttpError::Stopping.into_response()),
+    };
+    tracing::debug!(status = response.status().as_u16(), "answered");
+    match asked {
+        Some(asked) => fetches::log_when_sent(asked, response),
+        None => response,
+    }
 }
 
 /// `400` for a request whose `Host` is missing, repeated or malformed, which
