@@ -122,7 +122,7 @@ async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -
     // An async fn of its own, not a block instrumented where it is
     // written: this future kept a copy of such a block in each of the
     // expression's temporaries, 12 KB in all, moved on every request.
-    let response = answer(&state, &routes, files, request, peer, route)
+    let response = file_or_route(&state, &routes, files, request, peer, route)
         .instrument(span)
         .await;
     state.metrics.request(route, response.status().as_u16());
@@ -130,7 +130,7 @@ async fn respond(public: Public, request: Request<Incoming>, peer: SocketAddr) -
 }
 
 /// The request's answer: its file's, or the router's.
-async fn answer(
+async fn file_or_route(
     state: &HttpState,
     routes: &Routes,
     files: bool,
