@@ -150,7 +150,8 @@ impl App {
         let settings = &config.settings;
         let store = store
             .with_read_timeout(Duration::from_millis(settings.db_read_timeout_ms))
-            .with_fold_batch_rows(settings.fold_batch_rows);
+            .with_fold_batch_rows(settings.fold_batch_rows)
+            .with_fold_memory_bytes(settings.fold_memory_bytes);
         apply_config(&store, config).await?;
         let metrics = Arc::new(Metrics::default());
         let store = store.with_serving_reads(metrics.serving_reads());

@@ -125,6 +125,9 @@ pub struct Settings {
     pub fold_interval_ms: u64,
     /// Most changed rows one fold reads before it commits.
     pub fold_batch_rows: u64,
+    /// Most bytes one fold holds in the service of the rows it places; one
+    /// that would hold more folds fewer rows.
+    pub fold_memory_bytes: u64,
     /// About how long the service's folds of a backlog take each: it
     /// sizes their batches (at most `fold_batch_rows`) to it.
     pub fold_batch_ms: u64,
@@ -483,6 +486,7 @@ impl Settings {
             ("submit_interval_seconds", self.submit_interval_seconds),
             ("fold_interval_ms", self.fold_interval_ms),
             ("fold_batch_rows", self.fold_batch_rows),
+            ("fold_memory_bytes", self.fold_memory_bytes),
             ("fold_batch_ms", self.fold_batch_ms),
             ("change_log_max_rows", self.change_log_max_rows),
             ("db_read_timeout_ms", self.db_read_timeout_ms),

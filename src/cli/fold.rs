@@ -8,7 +8,8 @@ use sitemapd::store::{Turn, Workload};
 pub(super) async fn run(config: &Config) -> anyhow::Result<()> {
     let store = super::connect(config, Workload::Bulk)
         .await?
-        .with_fold_batch_rows(config.settings.fold_batch_rows);
+        .with_fold_batch_rows(config.settings.fold_batch_rows)
+        .with_fold_memory_bytes(config.settings.fold_memory_bytes);
     fold_everything(&store).await
 }
 

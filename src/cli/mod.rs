@@ -142,7 +142,8 @@ async fn connect(config: &Config, workload: Workload) -> anyhow::Result<Store> {
 async fn connect_placed(config: &Config) -> anyhow::Result<Store> {
     let store = connect(config, Workload::Serving)
         .await?
-        .with_fold_batch_rows(config.settings.fold_batch_rows);
+        .with_fold_batch_rows(config.settings.fold_batch_rows)
+        .with_fold_memory_bytes(config.settings.fold_memory_bytes);
     store.fold(Turn::Wait).await?;
     Ok(store)
 }

@@ -61,7 +61,7 @@ impl Folder {
                 Ok(Some(batch)) => {
                     backoff = self.interval;
                     backlog = !batch.caught_up;
-                    pace.record(batch.folded, started.elapsed());
+                    pace.record(batch.folded, started.elapsed(), batch.rows_that_fit);
                     if batch.folded > 0 {
                         tracing::debug!(rows = batch.folded, "folded changes into pages");
                     }

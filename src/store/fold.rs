@@ -45,11 +45,20 @@ pub enum Turn {
 /// row holds up to 10,000; one is written whole however many it holds).
 const WRITE_OUT_ENTRIES: i32 = 100_000;
 
+/// The first fold of [`Store::fold_batches`] reads at most this many
+/// changed rows, before one measured what its rows take: what fits
+/// `fold_memory_bytes` by default of rows of about a 50-byte loc.
+const FIRST_BATCH_ROWS: u64 = 100_000;
+
 /// What one fold did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FoldBatch {
     /// Rows it placed, changed in place or took off a page.
     pub folded: u64,
+    /// How many changed rows the next fold may read and hold no more than
+    /// its memory bound of the rows it places, if they cost what this one's
+    /// did (room to grow included); `None` when this one placed none.
+    pub rows_that_fit: Option<u64>,
     /// It began a pass: its snapshot is newer than any commit before it.
     pub began_a_pass: bool,
     /// Its pass is done, no removal is left and no row waits to be placed
@@ -93,11 +102,15 @@ impl Store {
         // A pass under way may have begun before the caller's commit: the
         // caller's changes are in the first pass that begins after it.
         let mut began_a_pass = false;
+        let mut max_rows = FIRST_BATCH_ROWS.min(self.fold_batch_rows);
         loop {
             let started = Instant::now();
-            let Some(batch) = self.fold_batch(turn, self.fold_batch_rows).await? else {
+            let Some(batch) = self.fold_batch(turn, max_rows).await? else {
                 return Ok(None);
             };
+            if let Some(fit) = batch.rows_that_fit {
+                max_rows = fit.min(self.fold_batch_rows);
+            }
             on_batch(&batch, started.elapsed());
             folded += batch.folded;
             began_a_pass |= batch.began_a_pass;
@@ -162,6 +175,7 @@ impl Store {
         let batch = fold_in(
             &mut tx,
             Some(i64::try_from(max_rows.max(1)).unwrap_or(i64::MAX)),
+            self.fold_memory_bytes,
             &self.removals_cursor,
         )
         .await?;
@@ -243,7 +257,10 @@ impl Store {
 /// Runs one fold on `conn`, reading at most `max_rows` changed rows (all
 /// of them when `None`), in the transaction the caller began: REPEATABLE
 /// READ, with `sitemap_fold_state` locked before its first query. One fold
-/// a transaction; the caller commits it.
+/// a transaction; the caller commits it. When the rows it places would
+/// hold more than `memory_bytes` in the service, it rolls back to its start
+/// (a savepoint) and folds fewer: its snapshot is the same, so what it
+/// reads is the start of the same batch.
 ///
 /// The schema does all of a fold but the removals from runs and placing
 /// the rows left to place (migrations `numbering_in_the_service` and
@@ -255,9 +272,46 @@ impl Store {
 /// back the same way, and `sitemap_fold_end` sums up.
 pub async fn fold_in(
     conn: &mut PgConnection,
-    max_rows: Option<i64>,
+    mut max_rows: Option<i64>,
+    memory_bytes: u64,
     removals_cursor: &RemovalsCursor,
 ) -> Result<FoldBatch, Error> {
+    loop {
+        sqlx::query("SAVEPOINT fold").execute(&mut *conn).await?;
+        match fold_within(conn, max_rows, memory_bytes, removals_cursor).await? {
+            Ok(batch) => {
+                sqlx::query("RELEASE SAVEPOINT fold")
+                    .execute(&mut *conn)
+                    .await?;
+                return Ok(batch);
+            }
+            Err(TooMany { fit }) => {
+                sqlx::query("ROLLBACK TO SAVEPOINT fold")
+                    .execute(&mut *conn)
+                    .await?;
+                tracing::debug!(
+                    max_rows = fit,
+                    "a fold's rows would hold too much memory: folding fewer"
+                );
+                max_rows = Some(fit);
+            }
+        }
+    }
+}
+
+/// A fold whose rows to place would hold more than its bound: `fit`
+/// changed rows at most hold less, as far as those it read tell.
+struct TooMany {
+    fit: i64,
+}
+
+/// [`fold_in`]'s one try: the batch, or what it should read instead.
+async fn fold_within(
+    conn: &mut PgConnection,
+    max_rows: Option<i64>,
+    memory_bytes: u64,
+    removals_cursor: &RemovalsCursor,
+) -> Result<Result<FoldBatch, TooMany>, Error> {
     // A batch's sorts stay in memory, and compiling the plans (their
     // estimates look huge) costs more than it saves (measured on 200,000
     // new rows: 8.9 s with both as they default, 5.9 s without). The
@@ -305,8 +359,12 @@ pub async fn fold_in(
     let mut unplaced = if nothing_to_place {
         UnplacedRows::default()
     } else {
-        read_unplaced(conn, &judges).await?
+        match read_unplaced(conn, &judges, memory_bytes).await? {
+            Ok(unplaced) => unplaced,
+            Err(too_many) => return Ok(Err(too_many)),
+        }
     };
+    let used_bytes = unplaced.used_bytes();
     let limits = limits(conn).await?;
     let tails = tails(conn, &unplaced.sections).await?;
     announce_added(conn, &unplaced).await?;
@@ -334,11 +392,18 @@ pub async fn fold_in(
         sqlx::query_as("SELECT folded, caught_up FROM sitemap_fold_end()")
             .fetch_one(&mut *conn)
             .await?;
-    Ok(FoldBatch {
-        folded: u64::try_from(folded).unwrap_or(0),
+    let folded = u64::try_from(folded).unwrap_or(0);
+    // a vector grown by doubling has room for up to twice what it holds
+    let rows_that_fit = (used_bytes > 0).then(|| {
+        let fit = u128::from(folded) * u128::from(memory_bytes) / (2 * u128::from(used_bytes));
+        u64::try_from(fit).unwrap_or(u64::MAX).max(1)
+    });
+    Ok(Ok(FoldBatch {
+        folded,
+        rows_that_fit,
         began_a_pass,
         caught_up,
-    })
+    }))
 }
 
 /// The feed entries of a fold that writes them itself, each tuple in this
@@ -560,15 +625,84 @@ struct UnplacedRows {
     sections: Vec<SectionRows>,
     skipped: Vec<Skipped>,
     added: AddedEntries,
+    /// Bytes of the strings and map entries above that their vectors'
+    /// capacities do not count.
+    owned_bytes: usize,
+}
+
+/// What an entry of a map the fold holds costs beside its strings, about.
+const MAP_ENTRY_BYTES: usize = 64;
+
+impl UnplacedRows {
+    fn skip(&mut self, row: Skipped) {
+        self.owned_bytes += row.skip_reason.len()
+            + row.cluster.as_ref().map_or(0, String::len)
+            + row.robots_rule.as_ref().map_or(0, String::len);
+        self.skipped.push(row);
+    }
+
+    /// About what it holds: what its vectors have room for, and the strings
+    /// and map entries they own.
+    fn room_bytes(&self) -> u64 {
+        self.bytes(|_, capacity| capacity)
+    }
+
+    /// What its rows take of that: growing by doubling, its vectors have
+    /// room for up to twice as many.
+    fn used_bytes(&self) -> u64 {
+        self.bytes(|len, _| len)
+    }
+
+    /// Its bytes, each vector's counted as `count` says from its length and
+    /// capacity.
+    fn bytes(&self, count: fn(usize, usize) -> usize) -> u64 {
+        let added = &self.added;
+        let vectors = [
+            shape(&self.sections),
+            shape(&self.skipped),
+            shape(&added.entries),
+            (added.locs.len(), added.locs.capacity(), 1),
+        ];
+        let rows = self.sections.iter().map(|section| shape(&section.rows));
+        let held: usize = vectors
+            .into_iter()
+            .chain(rows)
+            .map(|(len, capacity, size)| count(len, capacity) * size)
+            .sum();
+        u64::try_from(held + self.owned_bytes).unwrap_or(u64::MAX)
+    }
+}
+
+/// A vector's length, capacity and size of an element.
+fn shape<T>(vector: &Vec<T>) -> (usize, usize, usize) {
+    (vector.len(), vector.capacity(), size_of::<T>())
+}
+
+/// How often, in rows read, a fold's read weighs what it holds.
+const WEIGH_EVERY: u64 = 4096;
+
+/// Whether `unplaced`, `read` rows so far, holds more than `at_most`; if
+/// so, how many rows would fit, with a quarter to spare for rows that cost
+/// more than those read.
+fn too_much(unplaced: &UnplacedRows, read: u64, at_most: u64) -> Option<TooMany> {
+    let held = unplaced.room_bytes();
+    (held > at_most).then(|| {
+        let fit = u128::from(read) * u128::from(at_most) * 3 / 4 / u128::from(held);
+        TooMany {
+            fit: i64::try_from(fit).unwrap_or(i64::MAX).max(1),
+        }
+    })
 }
 
 /// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section, judges
 /// the locs of the sites in `judges`, and keeps the `added` feed entries of
-/// the rows it places.
+/// the rows it places; stops, with how many changed rows would fit, once
+/// what it holds passes `at_most` bytes.
 async fn read_unplaced(
     conn: &mut PgConnection,
     judges: &HashMap<String, SiteJudge>,
-) -> Result<UnplacedRows, Error> {
+    at_most: u64,
+) -> Result<Result<UnplacedRows, TooMany>, Error> {
     // The view's check for a placement is a probe of the primary key per
     // row that may have one; priced as it is, a million of them plan as a
     // hash of every placement (as in the schema's fold functions). Without
@@ -585,6 +719,7 @@ async fn read_unplaced(
     // site, then section, to the index of its rows
     let mut keys: HashMap<String, HashMap<String, usize>> = HashMap::new();
     let mut reader = binary_copy::Reader::default();
+    let mut read: u64 = 0;
     let mut stream = conn
         .copy_out_raw(
             // A NULL costs the stream no call of a type's send function:
@@ -619,9 +754,24 @@ async fn read_unplaced(
                    FROM sitemap_fold_unplaced u) TO STDOUT (FORMAT binary)",
         )
         .await?;
+    let mut too_many = None;
     while let Some(chunk) = stream.next().await {
-        reader.push(&chunk?);
+        let chunk = chunk?;
+        // The rest of a stream is read to its end (the connection is of
+        // no use before), and dropped.
+        if too_many.is_some() {
+            continue;
+        }
+        reader.push(&chunk);
         while let Some(tuple) = reader.next_tuple()? {
+            read += 1;
+            if read.is_multiple_of(WEIGH_EVERY) {
+                too_many = too_much(&unplaced, read, at_most);
+                if too_many.is_some() {
+                    unplaced = UnplacedRows::default();
+                    break;
+                }
+            }
             let id = tuple.int8("id")?;
             let site = tuple.str("site")?;
             let section = tuple.str("section")?;
@@ -629,6 +779,7 @@ async fn read_unplaced(
                 Some(&key) => key,
                 None => {
                     let key = unplaced.sections.len();
+                    unplaced.owned_bytes += 2 * (MAP_ENTRY_BYTES + site.len() + section.len());
                     keys.entry(site.to_owned())
                         .or_default()
                         .insert(section.to_owned(), key);
@@ -649,7 +800,7 @@ async fn read_unplaced(
             let alternates = tuple.optional_int4("alternates")?.unwrap_or(0);
             let cluster = tuple.optional_str("cluster")?.map(str::to_owned);
             if let Some(skip_reason) = tuple.optional_str("skip_reason")? {
-                unplaced.skipped.push(Skipped {
+                unplaced.skip(Skipped {
                     id,
                     section: key,
                     loc_hash,
@@ -685,7 +836,7 @@ async fn read_unplaced(
                 Verdict::Allowed => None,
                 Verdict::Reported(rule) => Some(rule),
                 Verdict::LeftOut(rule) => {
-                    unplaced.skipped.push(Skipped {
+                    unplaced.skip(Skipped {
                         id,
                         section: key,
                         loc_hash,
@@ -704,9 +855,11 @@ async fn read_unplaced(
                 && cluster.is_none()
                 && reported.is_none();
             if let Some(rule) = reported {
+                unplaced.owned_bytes += MAP_ENTRY_BYTES + rule.len();
                 section.robots_rules.insert(id, rule);
             }
             if let Some(cluster) = cluster {
+                unplaced.owned_bytes += MAP_ENTRY_BYTES + cluster.len();
                 section.clusters.insert(id, cluster);
             }
             section.rows.push(Unplaced {
@@ -724,11 +877,14 @@ async fn read_unplaced(
         }
     }
     drop(stream);
+    if let Some(too_many) = too_many.or_else(|| too_much(&unplaced, read, at_most)) {
+        return Ok(Err(too_many));
+    }
     reader.finish()?;
     sqlx::query("SET LOCAL enable_seqscan = DEFAULT")
         .execute(&mut *conn)
         .await?;
-    Ok(unplaced)
+    Ok(Ok(unplaced))
 }
 
 async fn limits(conn: &mut PgConnection) -> Result<Limits, Error> {

@@ -220,6 +220,9 @@ pub struct Store {
     clock: Clock,
     /// Most changed rows one fold reads (`fold_batch_rows`).
     fold_batch_rows: u64,
+    /// Most bytes one fold holds of the rows it places
+    /// (`fold_memory_bytes`).
+    fold_memory_bytes: u64,
     /// Where this process's last fold took removals from.
     removals_cursor: Arc<RemovalsCursor>,
     serving_reads: ServingReads,
@@ -242,6 +245,10 @@ const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// [`Store::fold_batch_rows`] until configured: `fold_batch_rows`' default.
 const DEFAULT_FOLD_BATCH_ROWS: u64 = 1_000_000;
+
+/// [`Store::fold_memory_bytes`] until configured: `fold_memory_bytes`'
+/// default.
+const DEFAULT_FOLD_MEMORY_BYTES: u64 = 32 << 20;
 
 /// A page of a site as the summaries have it: the index lists the non-empty
 /// ones, and the newest change among all of them versions the index.
@@ -401,6 +408,7 @@ impl Store {
             read_timeout: DEFAULT_READ_TIMEOUT,
             clock: Clock::system(),
             fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
+            fold_memory_bytes: DEFAULT_FOLD_MEMORY_BYTES,
             removals_cursor: Arc::default(),
             serving_reads: ServingReads::default(),
         }
@@ -439,6 +447,16 @@ impl Store {
     pub fn with_fold_batch_rows(self, rows: u64) -> Store {
         Store {
             fold_batch_rows: rows.max(1),
+            ..self
+        }
+    }
+
+    /// Has each fold hold at most `bytes` of the rows it places (their
+    /// ids, sizes and locs, numbered in memory): one that would hold more
+    /// folds fewer rows.
+    pub fn with_fold_memory_bytes(self, bytes: u64) -> Store {
+        Store {
+            fold_memory_bytes: bytes.max(1),
             ..self
         }
     }

@@ -15,6 +15,8 @@ use crate::helpers::{BASE_URL, TestApp, exec};
 /// transaction's 10 s.
 const UNBLOCKED: Duration = Duration::from_secs(5);
 
+/// A fold's memory bound, as the service's default (`fold_memory_bytes`).
+const FOLD_MEMORY: u64 = 32 << 20;
 #[sqlx::test]
 async fn a_long_transaction_makes_no_other_writer_wait(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.max_urls = 10).await;
@@ -284,6 +286,83 @@ async fn a_bulk_load_is_folded_in_bounded_batches(pool: PgPool) {
             .await
             .expect("pages");
     assert_eq!(pages, (1256, 50), "every row placed, no page over max_urls");
+}
+
+/// What a fold holds in the service of the rows it places is bounded by
+/// `fold_memory_bytes`, whatever the batch: a fold that would hold more
+/// rolls back to its start and folds fewer rows (here after reading part of
+/// them, and after reading all), telling how many would fit; the rows are
+/// placed and announced once each, on the pages one fold of them all would
+/// have put them.
+#[sqlx::test]
+async fn a_fold_holds_no_more_memory_than_its_bound(pool: PgPool) {
+    const MAX_URLS: i64 = 50;
+    const MEMORY: u64 = 256 << 10;
+    let (state, mut folder) = prepared_without_a_service(&pool, |s| {
+        s.max_urls = MAX_URLS as u32;
+        s.fold_memory_bytes = MEMORY;
+    })
+    .await;
+    insert_rows(&pool, "bulk/", 10_000).await;
+
+    let mut folds = Vec::new();
+    let mut max_rows = 10_000;
+    loop {
+        begin_a_fold_on(&mut folder).await;
+        let batch =
+            sitemapd::store::fold_in(&mut folder, Some(max_rows), MEMORY, &Default::default())
+                .await
+                .expect("fold");
+        exec_on(&mut folder, "COMMIT").await;
+        folds.push(batch.folded);
+        if batch.caught_up {
+            break;
+        }
+        let fit = batch
+            .rows_that_fit
+            .expect("a fold that placed rows measured them");
+        assert!(fit < 10_000, "{fit} rows said to fit {MEMORY} bytes");
+        max_rows = fit as i64;
+    }
+    assert!(
+        folds[0] > 0 && folds[0] < 10_000,
+        "the first fold placed fewer rows than asked: {folds:?}"
+    );
+    assert_eq!(folds.iter().sum::<u64>(), 10_000, "{folds:?}");
+    assert!(
+        folds.len() < 40,
+        "folds of what fits, not of a few rows: {folds:?}"
+    );
+
+    // A fold of the store, as the `fold` command and readers run it, sizes
+    // its batches to the bound too.
+    insert_rows(&pool, "more/", 3_000).await;
+    assert_eq!(
+        state.store.fold(Turn::Wait).await.expect("fold"),
+        Some(3_000)
+    );
+
+    placements_agree(&pool, MAX_URLS).await;
+    let out_of_order: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sitemap_placed p
+         JOIN (SELECT id, row_number() OVER (ORDER BY id) AS k FROM sitemap_urls) u USING (id)
+         WHERE p.page IS DISTINCT FROM ((u.k - 1) / $1 + 1)::integer",
+    )
+    .bind(MAX_URLS)
+    .fetch_one(&pool)
+    .await
+    .expect("placements");
+    assert_eq!(
+        out_of_order, 0,
+        "pages filled in id order, {MAX_URLS} rows each"
+    );
+    let added: (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT loc) FROM sitemap_changes WHERE change = 'added'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("feed");
+    assert_eq!(added, (13_000, 13_000), "every row announced once");
 }
 
 /// A batch that ends past one transaction's rows, in the next one's, reads
@@ -1139,7 +1218,7 @@ async fn removals_are_taken_wherever_a_take_starts(pool: PgPool) {
     let mut folder = app.pool.acquire().await.expect("connection");
 
     begin_a_fold_on(&mut folder).await;
-    sitemapd::store::fold_in(&mut folder, Some(3_000), &cursor)
+    sitemapd::store::fold_in(&mut folder, Some(3_000), FOLD_MEMORY, &cursor)
         .await
         .expect("fold");
     exec_on(&mut folder, "ROLLBACK").await;
@@ -1155,7 +1234,7 @@ async fn removals_are_taken_wherever_a_take_starts(pool: PgPool) {
         }
         assert!(folds < 3, "8,000 removals in three folds of 3,000");
         begin_a_fold_on(&mut folder).await;
-        sitemapd::store::fold_in(&mut folder, Some(3_000), &cursor)
+        sitemapd::store::fold_in(&mut folder, Some(3_000), FOLD_MEMORY, &cursor)
             .await
             .expect("fold");
         exec_on(&mut folder, "COMMIT").await;
@@ -1189,9 +1268,10 @@ async fn fold_removals_alone(conn: &mut sqlx::PgConnection, by_the_service: bool
         .await
         .expect("removals");
     if by_the_service {
-        let batch = sitemapd::store::fold_in(&mut *conn, Some(removals), &Default::default())
-            .await
-            .expect("fold");
+        let batch =
+            sitemapd::store::fold_in(&mut *conn, Some(removals), FOLD_MEMORY, &Default::default())
+                .await
+                .expect("fold");
         assert!(
             !batch.caught_up,
             "a fold that may leave removals reads no row"
@@ -1440,7 +1520,7 @@ async fn fold_on(conn: &mut sqlx::PgConnection) -> i64 {
 /// whether it began a pass, and whether it caught up.
 async fn fold_batch_on(conn: &mut sqlx::PgConnection, max_rows: Option<i64>) -> (i64, bool, bool) {
     begin_a_fold_on(&mut *conn).await;
-    let batch = sitemapd::store::fold_in(&mut *conn, max_rows, &Default::default())
+    let batch = sitemapd::store::fold_in(&mut *conn, max_rows, FOLD_MEMORY, &Default::default())
         .await
         .expect("fold");
     exec_on(&mut *conn, "COMMIT").await;
@@ -1511,7 +1591,7 @@ async fn fold_and_die(
     )
     .await;
     before_fold.await;
-    let folded = sitemapd::store::fold_in(&mut folder, max_rows, &Default::default())
+    let folded = sitemapd::store::fold_in(&mut folder, max_rows, FOLD_MEMORY, &Default::default())
         .await
         .expect("fold")
         .folded as i64;
