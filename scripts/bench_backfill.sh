@@ -5,14 +5,17 @@
 # committed. Prints each chunk's COPY time and when placement caught up
 # with it (every row so far on a page), then the whole load's figures, the
 # size on disk, and scripts/bench_scale.py on the result (index, cold and
-# cached pages, peak RSS).
+# cached pages, peak RSS). `serve`'s RSS is sampled every 0.5 s with what its
+# page cache holds then (the warm-up fills it with the pages folds changed):
+# the load's peak is printed both whole and less the page cache, the share
+# of memory `page_cache_bytes` is set to hold.
 #
 #   scripts/bench_backfill.sh [--rows N] [--chunk N] [--crawl-pages N] [--keep] BINARY OUT.json
 #
 # --crawl-pages bounds bench_scale.py's cold crawl to the first N pages (a
 # crawl of all 2,001 pages of 100M rows would take a quarter of an hour).
 #
-# Needs psql, python3 with psycopg, wrk and nginx (for bench_scale.py), and
+# Needs psql, curl, python3 with psycopg, wrk and nginx (for bench_scale.py), and
 # PostgreSQL at $PG_BASE (default postgres://postgres@127.0.0.1:5432);
 # creates sitemapd_bench_backfill and drops it at the end unless --keep.
 # Check `df` first: BENCHMARKS.md says what 100M rows need.
@@ -40,10 +43,13 @@ db=sitemapd_bench_backfill
 url="$pg_base/$db"
 base_url=http://127.0.0.1:8080/
 port=18480
+metrics_port=18481
 work=$(mktemp -d)
 server=
 watcher=
+sampler=
 cleanup() {
+    [[ -n $sampler ]] && kill "$sampler" 2>/dev/null
     [[ -n $watcher ]] && kill "$watcher" 2>/dev/null
     [[ -n $server ]] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
     rm -rf "$work"
@@ -57,8 +63,22 @@ placed() { psql -qAt "$url" -c "SELECT coalesce(sum(url_count), 0) FROM sitemap_
 psql -q "$pg_base/postgres" -c "DROP DATABASE IF EXISTS $db"
 DATABASE_URL=$url SITEMAPD_BASE_URL=$base_url "$binary" migrate >/dev/null
 DATABASE_URL=$url SITEMAPD_BASE_URL=$base_url SITEMAPD_LISTEN=127.0.0.1:$port \
-    "$binary" serve >"$work/serve.log" 2>&1 &
+    SITEMAPD_METRICS_LISTEN=127.0.0.1:$metrics_port "$binary" serve >"$work/serve.log" 2>&1 &
 server=$!
+
+# serve's RSS and its page cache's bytes, every 0.5 s: "seconds rss cache"
+# (KiB, bytes)
+sample_memory() {
+    local rss cache
+    while rss=$(awk '/VmRSS/ {print $2}' "/proc/$server/status" 2>/dev/null); do
+        cache=$(curl -sf "http://127.0.0.1:$metrics_port/metrics" |
+            awk '$1 == "sitemapd_page_cache_bytes" {print $2}')
+        echo "$(now) $rss ${cache:-0}"
+        sleep 0.5
+    done
+}
+sample_memory >"$work/memory" &
+sampler=$!
 df -h "$(psql -qAt "$pg_base/postgres" -c 'SHOW data_directory')" | tail -1
 # The server settings a load's speed depends on, printed with its figures.
 psql -qAt "$pg_base/postgres" -c "SELECT string_agg(name || ' = ' || current_setting(name), ', ' ORDER BY name)
@@ -118,11 +138,19 @@ awk 'NR == FNR { committed[$1] = $2; next }
     "$work/committed" "$work/placed"
 all_placed=$(tail -1 "$work/placed" | cut -d' ' -f2)
 server_rss=$(awk '/VmHWM/ {print $2 / 1024 " MiB"}' "/proc/$server/status")
+kill "$sampler" 2>/dev/null || true
+sampler=
 kill "$server" && wait "$server" 2>/dev/null || true
 server=
 printf 'load: %s rows, COPY %.0f s in all; first COPY to the last row placed %.0f s (%.0f rows/s); serve peak RSS %s\n' \
     "$rows" "$copy_total" "$(echo "$all_placed - $first_copy" | bc)" \
     "$(echo "$rows / ($all_placed - $first_copy)" | bc -l)" "$server_rss"
+awk -v start="$first_copy" '
+    { rss = $2 / 1024; rest = rss - $3 / 1048576 }
+    rss > peak { peak = rss; peak_at = $1 - start; peak_cache = $3 / 1048576 }
+    rest > peak_rest { peak_rest = rest; rest_at = $1 - start }
+    END { printf "serve RSS sampled every 0.5 s: peak %.1f MiB at %.0f s (the page cache %.1f MiB of it); less the page cache, peak %.1f MiB at %.0f s\n",
+                 peak, peak_at, peak_cache, peak_rest, rest_at }' "$work/memory"
 
 psql -q "$url" -c "ANALYZE"
 psql -qAt "$url" -c "SELECT 'database ' || pg_size_pretty(pg_database_size(current_database()))" \

@@ -46,8 +46,8 @@ pub enum Turn {
 const WRITE_OUT_ENTRIES: i32 = 100_000;
 
 /// The first fold of [`Store::fold_batches`] reads at most this many
-/// changed rows, before one measured what its rows take: what fits
-/// `fold_memory_bytes` by default of rows of about a 50-byte loc.
+/// changed rows, before one measured what its rows take: well within what
+/// fits `fold_memory_bytes` by default, of rows of about a 50-byte loc.
 const FIRST_BATCH_ROWS: u64 = 100_000;
 
 /// What one fold did.

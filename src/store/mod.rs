@@ -248,7 +248,7 @@ const DEFAULT_FOLD_BATCH_ROWS: u64 = 1_000_000;
 
 /// [`Store::fold_memory_bytes`] until configured: `fold_memory_bytes`'
 /// default.
-const DEFAULT_FOLD_MEMORY_BYTES: u64 = 32 << 20;
+const DEFAULT_FOLD_MEMORY_BYTES: u64 = 48 << 20;
 
 /// A page of a site as the summaries have it: the index lists the non-empty
 /// ones, and the newest change among all of them versions the index.

@@ -16,7 +16,7 @@ use crate::helpers::{BASE_URL, TestApp, exec};
 const UNBLOCKED: Duration = Duration::from_secs(5);
 
 /// A fold's memory bound, as the service's default (`fold_memory_bytes`).
-const FOLD_MEMORY: u64 = 32 << 20;
+const FOLD_MEMORY: u64 = 48 << 20;
 #[sqlx::test]
 async fn a_long_transaction_makes_no_other_writer_wait(pool: PgPool) {
     let app = TestApp::spawn_with(pool, |s| s.max_urls = 10).await;
