@@ -260,7 +260,9 @@ impl Store {
 /// a transaction; the caller commits it. When the rows it places would
 /// hold more than `memory_bytes` in the service, it rolls back to its start
 /// (a savepoint) and folds fewer: its snapshot is the same, so what it
-/// reads is the start of the same batch.
+/// reads is the start of the same batch. A fold that reads no more rows
+/// than a lane ([`LANE_ROWS`]) is never refused: a lane is not bounded by
+/// `max_rows`, and its rows are few.
 ///
 /// The schema does all of a fold but the removals from runs and placing
 /// the rows left to place (migrations `numbering_in_the_service` and
@@ -678,6 +680,11 @@ fn shape<T>(vector: &Vec<T>) -> (usize, usize, usize) {
     (vector.len(), vector.capacity(), size_of::<T>())
 }
 
+/// Rows a lane reads at most (migration `fair_folds`): a fold that reads
+/// no more is never refused for its memory, which a bound of `max_rows`
+/// would not lessen.
+const LANE_ROWS: u64 = 10_000;
+
 /// How often, in rows read, a fold's read weighs what it holds.
 const WEIGH_EVERY: u64 = 4096;
 
@@ -686,7 +693,7 @@ const WEIGH_EVERY: u64 = 4096;
 /// more than those read.
 fn too_much(unplaced: &UnplacedRows, read: u64, at_most: u64) -> Option<TooMany> {
     let held = unplaced.room_bytes();
-    (held > at_most).then(|| {
+    (read > LANE_ROWS && held > at_most).then(|| {
         let fit = u128::from(read) * u128::from(at_most) * 3 / 4 / u128::from(held);
         TooMany {
             fit: i64::try_from(fit).unwrap_or(i64::MAX).max(1),
