@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-/// Rows of the first fold of a backlog, before any was measured.
-const FIRST_BATCH_ROWS: u64 = 100_000;
+use crate::store::FIRST_BATCH_ROWS;
+
 /// Fewest rows a batch reads: below it, a fold's own cost outweighs its rows.
 const MIN_BATCH_ROWS: u64 = 10_000;
 

@@ -45,10 +45,11 @@ pub enum Turn {
 /// row holds up to 10,000; one is written whole however many it holds).
 const WRITE_OUT_ENTRIES: i32 = 100_000;
 
-/// The first fold of [`Store::fold_batches`] reads at most this many
-/// changed rows, before one measured what its rows take: well within what
-/// fits `fold_memory_bytes` by default, of rows of about a 50-byte loc.
-const FIRST_BATCH_ROWS: u64 = 100_000;
+/// The first fold of a backlog reads at most this many changed rows,
+/// before one measured what its rows take and how fast it placed them:
+/// well within what fits `fold_memory_bytes` by default, of rows of about
+/// a 50-byte loc.
+pub(crate) const FIRST_BATCH_ROWS: u64 = 100_000;
 
 /// What one fold did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,10 +397,7 @@ async fn fold_within(
             .await?;
     let folded = u64::try_from(folded).unwrap_or(0);
     // a vector grown by doubling has room for up to twice what it holds
-    let rows_that_fit = (used_bytes > 0).then(|| {
-        let fit = u128::from(folded) * u128::from(memory_bytes) / (2 * u128::from(used_bytes));
-        u64::try_from(fit).unwrap_or(u64::MAX).max(1)
-    });
+    let rows_that_fit = (used_bytes > 0).then(|| rows_within(folded, memory_bytes, 2 * used_bytes));
     Ok(Ok(FoldBatch {
         folded,
         rows_that_fit,
@@ -693,12 +691,16 @@ const WEIGH_EVERY: u64 = 4096;
 /// more than those read.
 fn too_much(unplaced: &UnplacedRows, read: u64, at_most: u64) -> Option<TooMany> {
     let held = unplaced.room_bytes();
-    (read > LANE_ROWS && held > at_most).then(|| {
-        let fit = u128::from(read) * u128::from(at_most) * 3 / 4 / u128::from(held);
-        TooMany {
-            fit: i64::try_from(fit).unwrap_or(i64::MAX).max(1),
-        }
+    (read > LANE_ROWS && held > at_most).then(|| TooMany {
+        fit: i64::try_from(rows_within(read, at_most / 4 * 3, held)).unwrap_or(i64::MAX),
     })
+}
+
+/// Of `rows` that take `bytes`, how many take no more than `bound`, at
+/// least one.
+fn rows_within(rows: u64, bound: u64, bytes: u64) -> u64 {
+    let fit = u128::from(rows) * u128::from(bound) / u128::from(bytes);
+    u64::try_from(fit).unwrap_or(u64::MAX).max(1)
 }
 
 /// Reads `sitemap_fold_unplaced` in one binary `COPY`, by section, judges

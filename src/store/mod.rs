@@ -41,6 +41,7 @@ mod turn;
 pub(crate) use audits::{AuditRecord, DueRow};
 pub(crate) use browse::{BrowsedUrl, Located, NewsFile, SectionPage, SkipGroup};
 pub(crate) use crawlers::{FileFetches, HourKey, LedgerRow};
+pub(crate) use fold::FIRST_BATCH_ROWS;
 pub use fold::{FoldBatch, Retention, Turn, fold_in};
 pub(crate) use import::{Filled, ImportCounts};
 pub use moves::ServedDigest;
