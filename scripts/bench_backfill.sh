@@ -6,9 +6,9 @@
 # with it (every row so far on a page), then the whole load's figures, the
 # size on disk, and scripts/bench_scale.py on the result (index, cold and
 # cached pages, peak RSS). `serve`'s RSS is sampled every 0.5 s with what its
-# page cache holds then (the warm-up fills it with the pages folds changed):
-# the load's peak is printed both whole and less the page cache, the share
-# of memory `page_cache_bytes` is set to hold.
+# page cache holds (the warm-up fills it with the pages folds changed): the
+# load's peak is printed both whole and less the page cache, the share of
+# memory `page_cache_bytes` is set to hold.
 #
 #   scripts/bench_backfill.sh [--rows N] [--chunk N] [--crawl-pages N] [--keep] BINARY OUT.json
 #
@@ -66,14 +66,24 @@ DATABASE_URL=$url SITEMAPD_BASE_URL=$base_url SITEMAPD_LISTEN=127.0.0.1:$port \
     SITEMAPD_METRICS_LISTEN=127.0.0.1:$metrics_port "$binary" serve >"$work/serve.log" 2>&1 &
 server=$!
 
-# serve's RSS and its page cache's bytes, every 0.5 s: "seconds rss cache"
-# (KiB, bytes)
+# serve's RSS every 0.5 s, with its page cache's bytes as last read:
+# "seconds rss cache" (KiB, bytes). The cache is read from /metrics when
+# RSS passes its highest so far by 1 MiB, and every 30 s, not at every
+# sample: a scrape also runs the per-site counts in the database, which at
+# this size would weigh on the load measured. The cache grows as the
+# warm-up fills it, so the value last read is at most what it holds, and
+# the RSS less the cache at most overstated.
 sample_memory() {
-    local rss cache
+    local rss cache=0 highest=0 read_at=0
     while rss=$(awk '/VmRSS/ {print $2}' "/proc/$server/status" 2>/dev/null); do
-        cache=$(curl -sf "http://127.0.0.1:$metrics_port/metrics" |
-            awk '$1 == "sitemapd_page_cache_bytes" {print $2}')
-        echo "$(now) $rss ${cache:-0}"
+        if ((rss > highest + 1024 || SECONDS - read_at >= 30)); then
+            cache=$(curl -sf "http://127.0.0.1:$metrics_port/metrics" |
+                awk '$1 == "sitemapd_page_cache_bytes" {print $2}')
+            cache=${cache:-0}
+            read_at=$SECONDS
+            ((rss > highest)) && highest=$rss
+        fi
+        echo "$(now) $rss $cache"
         sleep 0.5
     done
 }

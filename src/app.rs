@@ -196,6 +196,7 @@ impl App {
                 max_records: settings.api_max_records as usize,
             },
             ready: Arc::new(AtomicBool::new(false)),
+            scraping: tokio::sync::Mutex::new(()),
         });
         Ok(App {
             state,

@@ -33,7 +33,7 @@ pub(crate) use public::Public;
 
 use crate::metrics::Metrics;
 use crate::site::{Directory, SiteDefaults};
-use crate::store::Store;
+use crate::store::{self, Store};
 
 /// What every handler shares; cheap to clone.
 #[derive(Debug, Clone)]
@@ -68,6 +68,8 @@ pub struct Shared {
     pub(crate) ready: Arc<AtomicBool>,
     /// Who fetches: the crawler lookups, the ledger and the access log.
     pub(crate) crawlers: Arc<crate::crawlers::Crawlers>,
+    /// Held by the scrape of `/metrics` that reads the database's counts.
+    pub(crate) scraping: tokio::sync::Mutex<()>,
 }
 
 impl HttpState {
@@ -171,48 +173,64 @@ async fn operators_view(
 
 async fn metrics(State(state): State<HttpState>) -> Response {
     let pool = state.store.pool();
-    let (skipped, in_future, robots, audits, cluster_problems, holdings) = tokio::join!(
-        tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            state.store.skipped_counts(),
-        ),
-        tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            state.store.lastmods_in_future_counts(),
-        ),
-        tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            state.store.robots_disallowed_counts(),
-        ),
-        tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            state.store.audit_finding_counts(),
-        ),
-        tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            state.store.cluster_problems(),
-        ),
-        tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            ledger::holdings(&state, None),
-        ),
-    );
     let now = time::OffsetDateTime::now_utc();
+    // One scrape at a time reads the database; one that finds another
+    // reading keeps the values last read, so scrapers however frequent or
+    // many never have more than one set of counts running.
+    let counts = match state.scraping.try_lock() {
+        Ok(_reading) => Counts::read(&state, now).await,
+        Err(_) => Counts::default(),
+    };
     let text = state.metrics.render(crate::metrics::Gauges {
         page_cache_bytes: state.pages.cache.memory_bytes(),
         pool_size: i64::from(pool.size()),
         pool_idle: pool.num_idle() as i64,
-        skipped_rows: skipped.ok().and_then(Result::ok),
-        lastmods_in_future: in_future.ok().and_then(Result::ok),
-        robots_disallowed: robots.ok().and_then(Result::ok),
-        audit_urls: audits.ok().and_then(Result::ok),
-        hreflang_cluster_problems: cluster_problems.ok().and_then(Result::ok),
-        verified_crawlers: holdings
-            .ok()
-            .and_then(Result::ok)
-            .map(|holdings| ledger::verified_crawlers(&holdings, now)),
+        skipped_rows: counts.skipped,
+        lastmods_in_future: counts.in_future,
+        robots_disallowed: counts.robots,
+        audit_urls: counts.audits,
+        hreflang_cluster_problems: counts.cluster_problems,
+        verified_crawlers: counts.verified_crawlers,
     });
     let content_type =
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
     ([(header::CONTENT_TYPE, content_type)], text).into_response()
+}
+
+/// What a scrape reads from the database; each `None` keeps the value
+/// last read (it did not answer within [`store::COUNT_TIMEOUT`], or
+/// another scrape was reading).
+#[derive(Default)]
+struct Counts {
+    skipped: Option<Vec<(String, i64)>>,
+    in_future: Option<Vec<(String, i64)>>,
+    robots: Option<Vec<(String, bool, i64)>>,
+    audits: Option<Vec<(String, String, i64)>>,
+    cluster_problems: Option<i64>,
+    verified_crawlers: Option<Vec<crate::metrics::CrawlerHeld>>,
+}
+
+impl Counts {
+    async fn read(state: &HttpState, now: time::OffsetDateTime) -> Counts {
+        let within = store::COUNT_TIMEOUT;
+        let (skipped, in_future, robots, audits, cluster_problems, holdings) = tokio::join!(
+            tokio::time::timeout(within, state.store.skipped_counts()),
+            tokio::time::timeout(within, state.store.lastmods_in_future_counts()),
+            tokio::time::timeout(within, state.store.robots_disallowed_counts()),
+            tokio::time::timeout(within, state.store.audit_finding_counts()),
+            tokio::time::timeout(within, state.store.cluster_problems()),
+            tokio::time::timeout(within, ledger::holdings(state, None)),
+        );
+        Counts {
+            skipped: skipped.ok().and_then(Result::ok),
+            in_future: in_future.ok().and_then(Result::ok),
+            robots: robots.ok().and_then(Result::ok),
+            audits: audits.ok().and_then(Result::ok),
+            cluster_problems: cluster_problems.ok().and_then(Result::ok),
+            verified_crawlers: holdings
+                .ok()
+                .and_then(Result::ok)
+                .map(|holdings| ledger::verified_crawlers(&holdings, now)),
+        }
+    }
 }

@@ -244,6 +244,9 @@ pub(crate) struct ServingReads {
 /// [`Store::read_timeout`] until configured.
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a count that `/metrics` reports may run in PostgreSQL.
+pub(crate) const COUNT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// [`Store::fold_batch_rows`] until configured: `fold_batch_rows`' default.
 const DEFAULT_FOLD_BATCH_ROWS: u64 = 1_000_000;
 
@@ -836,42 +839,62 @@ impl Store {
 
     /// How many rows each site has left out of its sitemaps.
     pub async fn skipped_counts(&self) -> Result<Vec<(String, i64)>, Error> {
-        Ok(sqlx::query_as(
+        self.count(
             "SELECT site, count(*) FROM sitemap_placements WHERE skip_reason IS NOT NULL GROUP BY site",
         )
-        .fetch_all(&self.pool)
-        .await?)
+        .await
     }
 
     /// Rows whose loc robots.txt disallows, per site and whether they are
     /// listed (the site reports them) or left out.
     pub(crate) async fn robots_disallowed_counts(&self) -> Result<Vec<(String, bool, i64)>, Error> {
-        Ok(sqlx::query_as(
+        self.count(
             "SELECT site, page IS NOT NULL, count(*) FROM sitemap_placements
              WHERE robots_rule IS NOT NULL GROUP BY 1, 2",
         )
-        .fetch_all(&self.pool)
-        .await?)
+        .await
     }
 
     /// Audited URLs per site and finding.
     pub(crate) async fn audit_finding_counts(&self) -> Result<Vec<(String, String, i64)>, Error> {
-        Ok(sqlx::query_as(
-            "SELECT site, finding, count(*) FROM sitemap_audits GROUP BY site, finding",
-        )
-        .fetch_all(&self.pool)
-        .await?)
+        self.count("SELECT site, finding, count(*) FROM sitemap_audits GROUP BY site, finding")
+            .await
     }
 
     /// Rows served with a corrected lastmod, per site (`lastmod-in-future`).
     pub(crate) async fn lastmods_in_future_counts(&self) -> Result<Vec<(String, i64)>, Error> {
-        Ok(sqlx::query_as(
+        self.count(
             "SELECT c.site, count(*) FROM sitemap_lastmod_clamps c
              JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
              GROUP BY c.site",
         )
-        .fetch_all(&self.pool)
-        .await?)
+        .await
+    }
+
+    /// hreflang clusters with a problem.
+    pub(crate) async fn cluster_problems(&self) -> Result<i64, Error> {
+        let problems = self
+            .count::<(i64,)>("SELECT count(*) FROM sitemap_clusters WHERE problem IS NOT NULL")
+            .await?;
+        Ok(problems.first().map_or(0, |&(problems,)| problems))
+    }
+
+    /// The rows of a count `/metrics` reports, which PostgreSQL cancels
+    /// past [`COUNT_TIMEOUT`]: a count over millions of rows can take
+    /// longer than a scrape waits, and a query the scrape gave up on would
+    /// run on, beside the next scrape's.
+    async fn count<T>(&self, sql: &'static str) -> Result<Vec<T>, Error>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+            .bind(format!("{}ms", COUNT_TIMEOUT.as_millis()))
+            .execute(&mut *tx)
+            .await?;
+        let rows = sqlx::query_as(sql).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
     }
 
     /// The highest row id so far (0 for an empty table), where demo data

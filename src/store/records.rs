@@ -155,15 +155,6 @@ impl Store {
             result => result.map_err(|error| error.on(pool, on_standby)),
         }
     }
-
-    /// How many hreflang clusters are served without links, for the metrics.
-    pub(crate) async fn cluster_problems(&self) -> Result<i64, Error> {
-        Ok(
-            sqlx::query_scalar("SELECT count(*) FROM sitemap_clusters WHERE problem IS NOT NULL")
-                .fetch_one(&self.pool)
-                .await?,
-        )
-    }
 }
 
 /// [`Store::stats`] on `pool`.

@@ -78,6 +78,66 @@ async fn metrics_are_on_the_operators_port_and_public_only_when_asked(pool: PgPo
     metrics_text(public.metrics().await).await;
 }
 
+/// The statements running now whose text holds `statement`.
+async fn running(pool: &PgPool, statement: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE datname = current_database() AND state = 'active' AND strpos(query, $1) > 0
+           AND pid <> pg_backend_pid()",
+    )
+    .bind(statement)
+    .fetch_one(pool)
+    .await
+    .expect("activity")
+}
+
+#[sqlx::test]
+async fn scrapes_never_leave_counts_running_in_the_database(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let count = "FROM sitemap_lastmod_clamps c";
+    // A count that cannot finish: its table is locked.
+    let mut locker = app.pool.begin().await.expect("transaction");
+    sqlx::query("LOCK TABLE sitemap_lastmod_clamps IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *locker)
+        .await
+        .expect("lock");
+
+    // Scrapes at once, again and again, as a scraper that polls faster
+    // than the counts answer: each is answered, with one set of counts
+    // running in the database at most.
+    let started = std::time::Instant::now();
+    let mut most = 0;
+    for _ in 0..3 {
+        let scrapes = futures_util::future::join_all((0..4).map(|_| app.metrics()));
+        let watch = async {
+            until_a_statement_waits_on_a_lock(&app.pool, count).await;
+            running(&app.pool, count).await
+        };
+        let (answers, seen) = tokio::join!(scrapes, watch);
+        for answer in answers {
+            metrics_text(answer).await;
+        }
+        most = most.max(seen);
+    }
+    assert_eq!(most, 1, "counts running at once");
+    // Each set gave up within the count's timeout, in the database too:
+    // nothing is left running while the lock is still held.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while running(&app.pool, count).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a count the scrape gave up on still runs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    locker.rollback().await.expect("unlock");
+
+    // Unlocked, a scrape reads the counts again.
+    let text = metrics_text(app.metrics().await).await;
+    assert!(text.contains("sitemapd_db_connections"), "{text}");
+}
+
 #[sqlx::test]
 async fn shutdown_finishes_in_flight_responses_and_refuses_new_ones(pool: PgPool) {
     let mut app = TestApp::spawn_with(pool, |s| s.max_urls = 20_000).await;
