@@ -198,7 +198,7 @@ async fn metrics(State(state): State<HttpState>) -> Response {
 }
 
 /// What a scrape reads from the database; each `None` keeps the value
-/// last read (it did not answer within [`store::COUNT_TIMEOUT`], or
+/// last read (PostgreSQL cancelled it past [`store::COUNT_TIMEOUT`], or
 /// another scrape was reading).
 #[derive(Default)]
 struct Counts {
@@ -212,7 +212,10 @@ struct Counts {
 
 impl Counts {
     async fn read(state: &HttpState, now: time::OffsetDateTime) -> Counts {
-        let within = store::COUNT_TIMEOUT;
+        // Longer than PostgreSQL runs a count, so that a count is over
+        // there, cancelled, before the scrape gives up on it and the next
+        // may start one.
+        let within = store::COUNT_TIMEOUT + std::time::Duration::from_secs(1);
         let (skipped, in_future, robots, audits, cluster_problems, holdings) = tokio::join!(
             tokio::time::timeout(within, state.store.skipped_counts()),
             tokio::time::timeout(within, state.store.lastmods_in_future_counts()),
