@@ -871,7 +871,7 @@ impl Store {
         .await
     }
 
-    /// hreflang clusters with a problem.
+    /// How many hreflang clusters are served without links.
     pub(crate) async fn cluster_problems(&self) -> Result<i64, Error> {
         let problems = self
             .count::<(i64,)>("SELECT count(*) FROM sitemap_clusters WHERE problem IS NOT NULL")
