@@ -653,6 +653,31 @@ COMMENT ON FUNCTION public.sitemap_configure_limits(p_max_urls integer, p_entry_
 
 
 --
+-- Name: sitemap_count_clamps(text[], text[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_count_clamps(sites text[], sections text[], deltas bigint[]) RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO sitemap_lastmod_clamp_counts AS c (site, section, clamps)
+    SELECT site, section, sum(n)
+    FROM unnest(sites, sections, deltas) AS d(site, section, n)
+    GROUP BY site, section
+    ON CONFLICT (site, section) DO UPDATE SET clamps = c.clamps + excluded.clamps;
+    DELETE FROM sitemap_lastmod_clamp_counts c
+    USING unnest(sites, sections) AS d(site, section)
+    WHERE c.site = d.site AND c.section = d.section AND c.clamps <= 0;
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_count_clamps(sites text[], sections text[], deltas bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_count_clamps(sites text[], sections text[], deltas bigint[]) IS 'Adds per-section deltas to sitemap_lastmod_clamp_counts, and drops the sections left with none.';
+
+
+--
 -- Name: sitemap_entry_bytes(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1886,6 +1911,39 @@ $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_iso_languages() IS 'ISO 639-1 language codes (lower case).';
+
+
+--
+-- Name: sitemap_lastmod_clamps_counted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_lastmod_clamps_counted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM sitemap_count_clamps(array_agg(site), array_agg(section), array_agg(n))
+        FROM (SELECT site, section, count(*) AS n FROM new_clamps GROUP BY 1, 2) d;
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM sitemap_count_clamps(array_agg(site), array_agg(section), array_agg(-n))
+        FROM (SELECT site, section, count(*) AS n FROM old_clamps GROUP BY 1, 2) d;
+    ELSE
+        PERFORM sitemap_count_clamps(array_agg(site), array_agg(section), array_agg(n))
+        FROM (SELECT site, section, sum(n) AS n
+              FROM (SELECT site, section, 1 AS n FROM new_clamps
+                    UNION ALL
+                    SELECT site, section, -1 FROM old_clamps) m
+              GROUP BY 1, 2) d;
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_lastmod_clamps_counted(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_lastmod_clamps_counted() IS 'After each statement that writes sitemap_lastmod_clamps: counts the clamps it added, dropped or moved to another section in sitemap_lastmod_clamp_counts.';
 
 
 --
@@ -3364,6 +3422,24 @@ COMMENT ON TABLE public.sitemap_indexnow_cursors IS 'How far each site''s IndexN
 
 
 --
+-- Name: sitemap_lastmod_clamp_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_lastmod_clamp_counts (
+    site text NOT NULL,
+    section text NOT NULL,
+    clamps bigint NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_lastmod_clamp_counts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_lastmod_clamp_counts IS 'How many rows of each site and section have a lastmod clamp (sitemap_lastmod_clamps), kept by its triggers; a section with none has no row.';
+
+
+--
 -- Name: sitemap_lastmod_clamps; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4046,6 +4122,14 @@ ALTER TABLE ONLY public.sitemap_indexnow_cursors
 
 
 --
+-- Name: sitemap_lastmod_clamp_counts sitemap_lastmod_clamp_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_lastmod_clamp_counts
+    ADD CONSTRAINT sitemap_lastmod_clamp_counts_pkey PRIMARY KEY (site, section);
+
+
+--
 -- Name: sitemap_lastmod_clamps sitemap_lastmod_clamps_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4389,6 +4473,27 @@ CREATE INDEX sitemap_urls_visible_until ON public.sitemap_urls USING btree (visi
 --
 
 CREATE INDEX sitemap_urls_windows ON public.sitemap_urls USING btree (id) INCLUDE (visible_from, visible_until) WHERE ((visible_from IS NOT NULL) OR (visible_until IS NOT NULL));
+
+
+--
+-- Name: sitemap_lastmod_clamps sitemap_lastmod_clamps_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_lastmod_clamps_deleted AFTER DELETE ON public.sitemap_lastmod_clamps REFERENCING OLD TABLE AS old_clamps FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_lastmod_clamps_counted();
+
+
+--
+-- Name: sitemap_lastmod_clamps sitemap_lastmod_clamps_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_lastmod_clamps_inserted AFTER INSERT ON public.sitemap_lastmod_clamps REFERENCING NEW TABLE AS new_clamps FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_lastmod_clamps_counted();
+
+
+--
+-- Name: sitemap_lastmod_clamps sitemap_lastmod_clamps_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_lastmod_clamps_updated AFTER UPDATE ON public.sitemap_lastmod_clamps REFERENCING OLD TABLE AS old_clamps NEW TABLE AS new_clamps FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_lastmod_clamps_counted();
 
 
 --

@@ -147,6 +147,14 @@ awk 'NR == FNR { committed[$1] = $2; next }
      { printf "rows up to %s placed %.1f s after the first COPY began\n", $1, $2 - start }' \
     "$work/committed" "$work/placed"
 all_placed=$(tail -1 "$work/placed" | cut -d' ' -f2)
+# A scrape of /metrics once the load is placed, timed, with the corrected
+# lastmods it reports against a count of the clamps.
+scrape_start=$(now)
+curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics"
+printf '/metrics after the load: %.0f ms; %s; clamps in the database: %s\n' \
+    "$(echo "($(now) - $scrape_start) * 1000" | bc)" \
+    "$(grep '^sitemapd_lastmods_in_future' "$work/metrics" | tr '\n' ' ' || echo 'no lastmods_in_future')" \
+    "$(psql -qAt "$url" -c 'SELECT count(*) FROM sitemap_lastmod_clamps')"
 server_rss=$(awk '/VmHWM/ {print $2 / 1024 " MiB"}' "/proc/$server/status")
 kill "$sampler" 2>/dev/null || true
 sampler=

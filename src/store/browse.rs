@@ -208,9 +208,8 @@ impl Store {
                                   JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
                                   WHERE c.site = $1 ORDER BY c.id LIMIT $2),
                             '{}'::text[]
-                     FROM (SELECT count(*) AS rows FROM sitemap_lastmod_clamps c
-                           JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
-                           WHERE c.site = $1) n
+                     FROM (SELECT coalesce(sum(clamps), 0)::bigint AS rows
+                           FROM sitemap_lastmod_clamp_counts WHERE site = $1) n
                      WHERE n.rows > 0
                  ) g
                  ORDER BY g.rows DESC, g.reason LIMIT $3",

@@ -861,12 +861,11 @@ impl Store {
             .await
     }
 
-    /// Rows served with a corrected lastmod, per site (`lastmod-in-future`).
+    /// Rows served with a corrected lastmod, per site (`lastmod-in-future`),
+    /// as of the last fold.
     pub(crate) async fn lastmods_in_future_counts(&self) -> Result<Vec<(String, i64)>, Error> {
         self.count(
-            "SELECT c.site, count(*) FROM sitemap_lastmod_clamps c
-             JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
-             GROUP BY c.site",
+            "SELECT site, sum(clamps)::bigint FROM sitemap_lastmod_clamp_counts GROUP BY site",
         )
         .await
     }

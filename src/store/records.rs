@@ -187,10 +187,8 @@ async fn stats_on(
     .fetch_all(&mut *tx)
     .await?;
     let in_future: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT c.site, c.section, count(*) FROM sitemap_lastmod_clamps c
-         JOIN sitemap_urls u ON u.id = c.id AND u.lastmod = c.written_lastmod
-         WHERE $1::text IS NULL OR c.site = $1
-         GROUP BY c.site, c.section",
+        "SELECT site, section, clamps FROM sitemap_lastmod_clamp_counts
+         WHERE $1::text IS NULL OR site = $1",
     )
     .bind(site)
     .fetch_all(&mut *tx)

@@ -94,10 +94,10 @@ async fn running(pool: &PgPool, statement: &str) -> i64 {
 #[sqlx::test]
 async fn scrapes_never_leave_counts_running_in_the_database(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let count = "FROM sitemap_lastmod_clamps c";
+    let count = "FROM sitemap_lastmod_clamp_counts";
     // A count that cannot finish: its table is locked.
     let mut locker = app.pool.begin().await.expect("transaction");
-    sqlx::query("LOCK TABLE sitemap_lastmod_clamps IN ACCESS EXCLUSIVE MODE")
+    sqlx::query("LOCK TABLE sitemap_lastmod_clamp_counts IN ACCESS EXCLUSIVE MODE")
         .execute(&mut *locker)
         .await
         .expect("lock");

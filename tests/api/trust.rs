@@ -136,6 +136,106 @@ async fn a_future_lastmod_is_served_as_the_moment_its_row_was_placed(pool: PgPoo
     assert_eq!(clamps().await, 0);
 }
 
+/// The clamps are counted per site and section as folds write them, which
+/// the stats, the metrics and the HTML view read instead of counting the
+/// clamps: a row clamped, moved to another section, given a past lastmod,
+/// deleted, or truncated with the rest, leaves counts equal to a count of
+/// the clamps themselves.
+#[sqlx::test]
+async fn clamps_are_counted_as_folds_write_them(pool: PgPool) {
+    let app = spawn_api(pool, |_| {}).await;
+    exec(
+        &app.pool,
+        &format!(
+            "INSERT INTO sitemap_sites (site, origin, path_prefix)
+             VALUES ('shop', 'https://shop.example.com', '/');
+             INSERT INTO sitemap_urls (site, section, loc, lastmod)
+             SELECT 'default', s, '{BASE_URL}' || s || n,
+                    CASE WHEN n <= 3 THEN now() + interval '1 year' ELSE now() END
+             FROM unnest(ARRAY['a', 'b']) s, generate_series(1, 4) n;
+             INSERT INTO sitemap_urls (site, section, loc, lastmod)
+             SELECT 'shop', 'a', 'https://shop.example.com/' || n, now() + interval '1 day'
+             FROM generate_series(1, 5) n"
+        ),
+    )
+    .await;
+    let counted = || async {
+        let counts: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT site, section, clamps FROM sitemap_lastmod_clamp_counts ORDER BY 1, 2",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .expect("counts");
+        let recounted: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT site, section, count(*) FROM sitemap_lastmod_clamps GROUP BY 1, 2 ORDER BY 1, 2",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .expect("clamps");
+        assert_eq!(counts, recounted, "the counts against the clamps");
+        counts
+            .into_iter()
+            .map(|(site, section, n)| format!("{site}/{section} {n}"))
+            .collect::<Vec<_>>()
+    };
+    app.fold().await;
+    assert_eq!(counted().await, ["default/a 3", "default/b 3", "shop/a 5"]);
+    let stats: serde_json::Value =
+        serde_json::from_str(&authed(&app, "/api/v1/stats").await).expect("JSON");
+    let sites = stats["sites"].as_array().expect("sites");
+    let default = sites
+        .iter()
+        .find(|s| s["site"] == "default")
+        .expect("default");
+    assert_eq!(default["lastmods_in_future"], 6, "{stats}");
+    assert_eq!(default["sections"][1]["lastmods_in_future"], 3, "{stats}");
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    assert!(
+        metrics.contains("sitemapd_lastmods_in_future{site=\"shop\"} 5\n"),
+        "{metrics}"
+    );
+
+    exec(
+        &app.pool,
+        &format!(
+            "UPDATE sitemap_urls SET section = 'b' WHERE loc = '{BASE_URL}a1';
+             UPDATE sitemap_urls SET lastmod = '2020-01-01Z' WHERE loc IN ('{BASE_URL}b1', '{BASE_URL}b2');
+             UPDATE sitemap_urls SET lastmod = lastmod + interval '1 day' WHERE loc = '{BASE_URL}b3'"
+        ),
+    )
+    .await;
+    app.fold().await;
+    assert_eq!(counted().await, ["default/a 2", "default/b 2", "shop/a 5"]);
+
+    exec(
+        &app.pool,
+        "DELETE FROM sitemap_urls WHERE site = 'shop' AND loc <> 'https://shop.example.com/1'",
+    )
+    .await;
+    app.fold().await;
+    assert_eq!(counted().await, ["default/a 2", "default/b 2", "shop/a 1"]);
+    let address = app.metrics_addr.expect("the operators' port");
+    let view = reqwest::get(format!("http://{address}/sitemaps.html?site=shop"))
+        .await
+        .expect("the operators' view")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        view.contains("lastmod-in-future") && view.contains("https://shop.example.com/1"),
+        "{view}"
+    );
+
+    exec(&app.pool, "TRUNCATE sitemap_urls").await;
+    app.fold().await;
+    assert!(counted().await.is_empty());
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    assert!(
+        !metrics.contains("sitemapd_lastmods_in_future{"),
+        "{metrics}"
+    );
+}
+
 /// Every page's ETag, by path.
 async fn etags(app: &TestApp) -> Vec<(String, String)> {
     let mut etags = Vec::new();
