@@ -677,9 +677,10 @@ async fn the_configuration_file_wins_for_the_sites_it_names(pool: PgPool) {
     );
 }
 
-/// The longest a writer or the purge may go without progress.
-const BLOCKED: Duration = Duration::from_secs(1);
-
+/// A purge deletes a site's rows in batches of their own transactions:
+/// another site's writer, whose session gives up on any lock it would wait
+/// for, writes all the while, and the purged site's rows are seen going in
+/// steps, not all at once at the end.
 #[sqlx::test]
 async fn purging_a_large_site_blocks_neither_it_nor_another_sites_writers(pool: PgPool) {
     let app = spawn_api(pool.clone(), |_| {}).await;
@@ -700,18 +701,22 @@ async fn purging_a_large_site_blocks_neither_it_nor_another_sites_writers(pool: 
     let writing = tokio::spawn({
         let pool = pool.clone();
         async move {
-            // Another site's writer: new rows one at a time, the slowest timed.
-            let mut slowest = Duration::ZERO;
+            // Another site's writer: new rows one at a time. Waiting for a
+            // lock is what blocking is; a slow machine is not, so no time
+            // is measured.
+            let mut writer = pool.acquire().await.expect("a connection");
+            sqlx::query("SET lock_timeout = '1s'")
+                .execute(&mut *writer)
+                .await
+                .expect("lock_timeout");
             let mut written = 0;
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(60) {
-                let began = Instant::now();
                 sqlx::query("INSERT INTO sitemap_urls (site, loc) VALUES ('busy', $1)")
                     .bind(format!("https://busy.example.com/new/{written}"))
-                    .execute(&pool)
+                    .execute(&mut *writer)
                     .await
-                    .expect("a writer's insert");
-                slowest = slowest.max(began.elapsed());
+                    .expect("a writer's insert, never waiting for a lock");
                 written += 1;
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 let left: bool = sqlx::query_scalar(
@@ -724,29 +729,25 @@ async fn purging_a_large_site_blocks_neither_it_nor_another_sites_writers(pool: 
                     break;
                 }
             }
-            (slowest, written)
+            written
         }
     });
     let watching = tokio::spawn({
         let pool = pool.clone();
         async move {
-            // How long the purge goes without deleting a row, at most.
-            let mut longest_still = Duration::ZERO;
-            let mut last = i64::MAX;
-            let mut since = Instant::now();
+            // The counts of the purged site's rows seen on the way.
+            let mut seen = vec![];
             loop {
                 let left: i64 =
                     sqlx::query_scalar("SELECT count(*) FROM sitemap_urls WHERE site = 'big'")
                         .fetch_one(&pool)
                         .await
                         .expect("count");
-                if left < last {
-                    longest_still = longest_still.max(since.elapsed());
-                    since = Instant::now();
-                    last = left;
+                if seen.last() != Some(&left) {
+                    seen.push(left);
                 }
                 if left == 0 {
-                    return longest_still;
+                    return seen;
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
@@ -756,17 +757,12 @@ async fn purging_a_large_site_blocks_neither_it_nor_another_sites_writers(pool: 
         operator(&app, Method::DELETE, "/api/v1/sites/big?purge=true", None).await;
     assert_eq!(status, 200, "{removed}");
     let deleted = removed["deleted_rows"].as_u64().expect("rows");
-    let (slowest_write, written) = writing.await.expect("the writers");
-    let still = watching.await.expect("the watcher");
+    let written = writing.await.expect("the writers");
+    let seen = watching.await.expect("the watcher");
     assert_eq!(deleted, 200_000);
     assert!(written > 0);
-    assert!(slowest_write < BLOCKED, "a writer waited {slowest_write:?}");
-    assert!(still < BLOCKED, "the purge stood still for {still:?}");
-    let busy: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_urls WHERE site = 'busy'")
-        .fetch_one(&pool)
-        .await
-        .expect("count");
-    assert_eq!(busy, written, "every write of the other site is kept");
+    let between = seen.iter().filter(|&&n| n > 0 && n < 200_000).count();
+    assert!(between >= 3, "the purge went in steps: {seen:?}");
     let big: i64 = sqlx::query_scalar("SELECT count(*) FROM sitemap_urls WHERE site = 'big'")
         .fetch_one(&pool)
         .await
