@@ -141,9 +141,14 @@ impl TestApp {
 
     /// `/metrics`, from the operators' port.
     pub(crate) async fn metrics(&self) -> reqwest::Response {
+        self.operators("/metrics").await
+    }
+
+    /// A GET of `path` on the operators' port (`metrics_listen`).
+    pub(crate) async fn operators(&self, path: &str) -> reqwest::Response {
         let address = self.metrics_addr.expect("the operators' port");
         self.client
-            .get(format!("http://{address}/metrics"))
+            .get(format!("http://{address}{path}"))
             .send()
             .await
             .expect("request sent")

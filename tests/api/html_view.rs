@@ -229,13 +229,7 @@ async fn what_is_left_out_is_shown_only_to_operators(pool: PgPool) {
     );
     assert!(operator.contains(r#"<td class="n">1</td>"#), "{operator}");
 
-    let listener = app.metrics_addr.expect("metrics listener");
-    let client = crate::helpers::client();
-    let on_listener = client
-        .get(format!("http://{listener}/sitemaps.html"))
-        .send()
-        .await
-        .expect("operators' view");
+    let on_listener = app.operators("/sitemaps.html").await;
     assert_eq!(on_listener.status(), 200);
     assert_eq!(header(&on_listener, "cache-control"), "private, no-store");
     let on_listener = on_listener.text().await.expect("body");
@@ -244,11 +238,7 @@ async fn what_is_left_out_is_shown_only_to_operators(pool: PgPool) {
         on_listener.contains(r#"<a href="/sitemaps.html?site=default&amp;page=sitemap-1">"#),
         "links stay on the listener: {on_listener}"
     );
-    let unknown = client
-        .get(format!("http://{listener}/sitemaps.html?site=nope"))
-        .send()
-        .await
-        .expect("unknown site");
+    let unknown = app.operators("/sitemaps.html?site=nope").await;
     assert_eq!(unknown.status(), 400);
     assert!(
         unknown

@@ -214,10 +214,9 @@ async fn clamps_are_counted_as_folds_write_them(pool: PgPool) {
     .await;
     app.fold().await;
     assert_eq!(counted().await, ["default/a 2", "default/b 2", "shop/a 1"]);
-    let address = app.metrics_addr.expect("the operators' port");
-    let view = reqwest::get(format!("http://{address}/sitemaps.html?site=shop"))
+    let view = app
+        .operators("/sitemaps.html?site=shop")
         .await
-        .expect("the operators' view")
         .text()
         .await
         .expect("body");
