@@ -151,7 +151,7 @@ async fn clamps_are_counted_as_folds_write_them(pool: PgPool) {
              VALUES ('shop', 'https://shop.example.com', '/');
              INSERT INTO sitemap_urls (site, section, loc, lastmod)
              SELECT 'default', s, '{BASE_URL}' || s || n,
-                    CASE WHEN n <= 3 THEN now() + interval '1 year' ELSE now() END
+                    CASE WHEN n <= 3 THEN now() + interval '1 year' ELSE now() - interval '1 day' END
              FROM unnest(ARRAY['a', 'b']) s, generate_series(1, 4) n;
              INSERT INTO sitemap_urls (site, section, loc, lastmod)
              SELECT 'shop', 'a', 'https://shop.example.com/' || n, now() + interval '1 day'
