@@ -154,6 +154,42 @@ COMMENT ON FUNCTION public.sitemap_audit_due(p_site text, p_interval interval, p
 
 
 --
+-- Name: sitemap_audit_findings_counted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_audit_findings_counted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM sitemap_audit_finding_counts;
+    ELSIF TG_OP = 'INSERT' THEN
+        PERFORM sitemap_count_audit_findings(array_agg(site), array_agg(finding), array_agg(n))
+        FROM (SELECT site, finding, count(*) AS n FROM new_checks GROUP BY 1, 2) d;
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM sitemap_count_audit_findings(array_agg(site), array_agg(finding), array_agg(-n))
+        FROM (SELECT site, finding, count(*) AS n FROM old_checks GROUP BY 1, 2) d;
+    ELSE
+        PERFORM sitemap_count_audit_findings(array_agg(site), array_agg(finding), array_agg(n))
+        FROM (SELECT site, finding, sum(n) AS n
+              FROM (SELECT site, finding, 1 AS n FROM new_checks
+                    UNION ALL
+                    SELECT site, finding, -1 FROM old_checks) m
+              GROUP BY 1, 2) d
+        WHERE n <> 0;
+    END IF;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: FUNCTION sitemap_audit_findings_counted(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_audit_findings_counted() IS 'After each statement that writes sitemap_audits: counts the checks it added, dropped or gave another finding or site in sitemap_audit_finding_counts.';
+
+
+--
 -- Name: sitemap_audit_leaves_out(text, bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -650,6 +686,34 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.sitemap_configure_limits(p_max_urls integer, p_entry_budget bigint) IS 'Writes the page limits (max_urls, and the bytes entries may take on a page). Takes off the pages that no longer fit them their newest rows, just enough, for the next fold to place again. The service runs it under the lock of sitemap_fold_state, so it takes turns with folds.';
+
+
+--
+-- Name: sitemap_count_audit_findings(text[], text[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.sitemap_count_audit_findings(sites text[], findings text[], deltas bigint[]) RETURNS void
+    LANGUAGE sql
+    AS $$
+    -- In key order, so that two writers lock the counts they share in the
+    -- same order.
+    INSERT INTO sitemap_audit_finding_counts AS c (site, finding, urls)
+    SELECT site, finding, sum(n)
+    FROM unnest(sites, findings, deltas) AS d(site, finding, n)
+    GROUP BY site, finding
+    ORDER BY site, finding
+    ON CONFLICT (site, finding) DO UPDATE SET urls = c.urls + excluded.urls;
+    DELETE FROM sitemap_audit_finding_counts c
+    USING unnest(sites, findings) AS d(site, finding)
+    WHERE c.site = d.site AND c.finding = d.finding AND c.urls <= 0;
+$$;
+
+
+--
+-- Name: FUNCTION sitemap_count_audit_findings(sites text[], findings text[], deltas bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.sitemap_count_audit_findings(sites text[], findings text[], deltas bigint[]) IS 'Adds per-finding deltas to sitemap_audit_finding_counts, and drops the findings left with none.';
 
 
 --
@@ -3161,6 +3225,24 @@ COMMENT ON TABLE public.sitemap_audit_changes IS 'Sites whose audit or audit_lea
 
 
 --
+-- Name: sitemap_audit_finding_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sitemap_audit_finding_counts (
+    site text NOT NULL,
+    finding text NOT NULL,
+    urls bigint NOT NULL
+);
+
+
+--
+-- Name: TABLE sitemap_audit_finding_counts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sitemap_audit_finding_counts IS 'How many audited URLs of each site have each finding (sitemap_audits), kept by its triggers; a finding with none has no row.';
+
+
+--
 -- Name: sitemap_audits; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4050,6 +4132,14 @@ ALTER TABLE ONLY public.sitemap_audit_changes
 
 
 --
+-- Name: sitemap_audit_finding_counts sitemap_audit_finding_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sitemap_audit_finding_counts
+    ADD CONSTRAINT sitemap_audit_finding_counts_pkey PRIMARY KEY (site, finding);
+
+
+--
 -- Name: sitemap_audits sitemap_audits_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4473,6 +4563,34 @@ CREATE INDEX sitemap_urls_visible_until ON public.sitemap_urls USING btree (visi
 --
 
 CREATE INDEX sitemap_urls_windows ON public.sitemap_urls USING btree (id) INCLUDE (visible_from, visible_until) WHERE ((visible_from IS NOT NULL) OR (visible_until IS NOT NULL));
+
+
+--
+-- Name: sitemap_audits sitemap_audits_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_audits_deleted AFTER DELETE ON public.sitemap_audits REFERENCING OLD TABLE AS old_checks FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_audit_findings_counted();
+
+
+--
+-- Name: sitemap_audits sitemap_audits_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_audits_inserted AFTER INSERT ON public.sitemap_audits REFERENCING NEW TABLE AS new_checks FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_audit_findings_counted();
+
+
+--
+-- Name: sitemap_audits sitemap_audits_truncated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_audits_truncated AFTER TRUNCATE ON public.sitemap_audits FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_audit_findings_counted();
+
+
+--
+-- Name: sitemap_audits sitemap_audits_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER sitemap_audits_updated AFTER UPDATE ON public.sitemap_audits REFERENCING OLD TABLE AS old_checks NEW TABLE AS new_checks FOR EACH STATEMENT EXECUTE FUNCTION public.sitemap_audit_findings_counted();
 
 
 --

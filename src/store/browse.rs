@@ -191,8 +191,8 @@ impl Store {
                      WHERE n.rows > 0
                      UNION ALL
                      SELECT 'audit: ' || n.finding, n.rows, e.examples, e.example_rules
-                     FROM (SELECT finding, count(*) AS rows FROM sitemap_audits
-                           WHERE site = $1 AND finding <> 'ok' GROUP BY finding) n
+                     FROM (SELECT finding, urls AS rows FROM sitemap_audit_finding_counts
+                           WHERE site = $1 AND finding <> 'ok') n
                      CROSS JOIN LATERAL (
                          SELECT array_agg(x.loc ORDER BY x.id) AS examples,
                                 array_agg(x.said ORDER BY x.id) AS example_rules

@@ -857,7 +857,7 @@ impl Store {
 
     /// Audited URLs per site and finding.
     pub(crate) async fn audit_finding_counts(&self) -> Result<Vec<(String, String, i64)>, Error> {
-        self.count("SELECT site, finding, count(*) FROM sitemap_audits GROUP BY site, finding")
+        self.count("SELECT site, finding, urls FROM sitemap_audit_finding_counts")
             .await
     }
 

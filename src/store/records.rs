@@ -218,8 +218,8 @@ async fn stats_on(
     .fetch_one(&mut *tx)
     .await?;
     let audit: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT site, finding, count(*) FROM sitemap_audits
-         WHERE $1::text IS NULL OR site = $1 GROUP BY site, finding",
+        "SELECT site, finding, urls FROM sitemap_audit_finding_counts
+         WHERE $1::text IS NULL OR site = $1",
     )
     .bind(site)
     .fetch_all(&mut *tx)

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::helpers::BASE_URL;
+use crate::helpers::{BASE_URL, exec};
 use crate::proxy::Nginx;
 use crate::write_api::{TOKEN, spawn_api};
 
@@ -340,4 +340,174 @@ async fn findings_the_site_leaves_out_are_left_out_until_they_go(pool: PgPool) {
         app.served_locs().await,
         listed(&["missing/2", "moved/1", "moved/2", "ok/1", "ok/2", "ok/9"])
     );
+}
+
+/// The findings are counted as checks are written, whoever writes them:
+/// the counts equal a recount after new checks, rechecks that change a
+/// finding or keep it, a check given to another site, deletes and a
+/// truncation, and the stats, the metrics, the view and the listing of a
+/// finding's URLs read them.
+#[sqlx::test]
+async fn findings_are_counted_as_checks_are_written(pool: PgPool) {
+    let app = spawn_api(pool, |_| {}).await;
+    let counted = || async {
+        let counts: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT site, finding, urls FROM sitemap_audit_finding_counts ORDER BY 1, 2",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .expect("counts");
+        let recounted: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT site, finding, count(*) FROM sitemap_audits GROUP BY 1, 2 ORDER BY 1, 2",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .expect("checks");
+        assert_eq!(counts, recounted, "the counts against the checks");
+        counts
+            .into_iter()
+            .map(|(site, finding, n)| format!("{site}/{finding} {n}"))
+            .collect::<Vec<_>>()
+    };
+    // Written as the auditor writes them: one upsert per batch of checks.
+    let upsert = |site: &'static str, checks: Vec<(i64, &'static str)>| {
+        let pool = app.pool.clone();
+        async move {
+            let (ids, findings): (Vec<i64>, Vec<&str>) = checks.into_iter().unzip();
+            sqlx::query(
+                "INSERT INTO sitemap_audits AS a (id, site, loc, row_updated_at, checked_at,
+                                                 noindex, finding)
+                 SELECT c.id, $1, $2 || c.id, now(), now(), false, c.finding
+                 FROM unnest($3::bigint[], $4::text[]) AS c(id, finding)
+                 ON CONFLICT (id) DO UPDATE SET
+                     site = excluded.site, checked_at = excluded.checked_at,
+                     finding = excluded.finding",
+            )
+            .bind(site)
+            .bind(BASE_URL)
+            .bind(ids)
+            .bind(findings)
+            .execute(&pool)
+            .await
+            .expect("checks");
+        }
+    };
+    let findings = |from: i64, to: i64, finding: &'static str| {
+        (from..=to).map(move |id| (id, finding)).collect::<Vec<_>>()
+    };
+    exec(
+        &app.pool,
+        "INSERT INTO sitemap_sites (site, origin, path_prefix)
+         VALUES ('shop', 'https://shop.example.com', '/')",
+    )
+    .await;
+    // The stats list the sites that have rows.
+    insert(&app.pool, "ok", 1).await;
+    app.fold().await;
+    upsert(
+        "default",
+        [
+            findings(1, 4, "ok"),
+            findings(5, 7, "not-found"),
+            findings(8, 10, "redirect"),
+        ]
+        .concat(),
+    )
+    .await;
+    upsert("shop", findings(11, 13, "gone")).await;
+    assert_eq!(
+        counted().await,
+        [
+            "default/not-found 3",
+            "default/ok 4",
+            "default/redirect 3",
+            "shop/gone 3"
+        ]
+    );
+    let auth = format!("Bearer {TOKEN}");
+    let stats: serde_json::Value = app
+        .send(
+            reqwest::Method::GET,
+            "/api/v1/stats",
+            &[("authorization", &auth)],
+            "",
+        )
+        .await
+        .json()
+        .await
+        .expect("stats");
+    let sites = stats["sites"].as_array().expect("sites");
+    let default = sites
+        .iter()
+        .find(|s| s["site"] == "default")
+        .expect("default");
+    assert_eq!(default["audit"]["not-found"], 3, "{stats}");
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    assert!(
+        metrics.contains("sitemapd_audit_urls{site=\"shop\",finding=\"gone\"} 3\n"),
+        "{metrics}"
+    );
+
+    // Rechecks: two URLs now answer, one answers as before, one is new.
+    upsert(
+        "default",
+        vec![(5, "ok"), (6, "ok"), (1, "ok"), (14, "error")],
+    )
+    .await;
+    assert_eq!(
+        counted().await,
+        [
+            "default/error 1",
+            "default/not-found 1",
+            "default/ok 6",
+            "default/redirect 3",
+            "shop/gone 3"
+        ]
+    );
+
+    exec(
+        &app.pool,
+        "UPDATE sitemap_audits SET site = 'shop' WHERE id = 8",
+    )
+    .await;
+    exec(
+        &app.pool,
+        "DELETE FROM sitemap_audits WHERE id IN (7, 11, 12)",
+    )
+    .await;
+    assert_eq!(
+        counted().await,
+        [
+            "default/error 1",
+            "default/ok 6",
+            "default/redirect 2",
+            "shop/gone 1",
+            "shop/redirect 1"
+        ]
+    );
+    let view = app
+        .operators("/sitemaps.html")
+        .await
+        .text()
+        .await
+        .expect("view");
+    assert!(
+        view.contains("audit: redirect") && !view.contains("audit: not-found"),
+        "{view}"
+    );
+    let listing = app
+        .operators("/sitemaps.html?finding=redirect")
+        .await
+        .text()
+        .await
+        .expect("listing");
+    assert!(
+        listing.contains("2 URLs") && listing.contains(&format!("{BASE_URL}10")),
+        "{listing}"
+    );
+
+    exec(&app.pool, "TRUNCATE sitemap_audits").await;
+    assert!(counted().await.is_empty());
+    let metrics = app.metrics().await.text().await.expect("metrics");
+    assert!(!metrics.contains("sitemapd_audit_urls{"), "{metrics}");
 }
