@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, exec};
+use crate::helpers::{BASE_URL, TestApp, exec};
 use crate::proxy::Nginx;
 use crate::write_api::{TOKEN, spawn_api};
 
@@ -125,6 +125,20 @@ async fn until_checked(pool: &PgPool, wanted: i64) {
     }
 }
 
+async fn stats(app: &TestApp) -> serde_json::Value {
+    let auth = format!("Bearer {TOKEN}");
+    app.send(
+        reqwest::Method::GET,
+        "/api/v1/stats",
+        &[("authorization", &auth)],
+        "",
+    )
+    .await
+    .json()
+    .await
+    .expect("stats")
+}
+
 fn audited(port: u16, rate: u32) -> impl FnOnce(&mut sitemapd::config::Settings) {
     move |s| {
         s.audit = Some(true);
@@ -189,17 +203,7 @@ async fn every_kind_of_answer_gets_its_finding(pool: PgPool) {
     assert_eq!(log.lines().count(), 100_005, "each URL fetched once");
 
     let auth = format!("Bearer {TOKEN}");
-    let stats: serde_json::Value = app
-        .send(
-            reqwest::Method::GET,
-            "/api/v1/stats",
-            &[("authorization", &auth)],
-            "",
-        )
-        .await
-        .json()
-        .await
-        .expect("stats");
+    let stats = stats(&app).await;
     assert_eq!(stats["sites"][0]["audit"]["redirect"], 20_000, "{stats}");
     let metrics = app.metrics().await.text().await.expect("metrics");
     assert!(
@@ -424,18 +428,7 @@ async fn findings_are_counted_as_checks_are_written(pool: PgPool) {
             "shop/gone 3"
         ]
     );
-    let auth = format!("Bearer {TOKEN}");
-    let stats: serde_json::Value = app
-        .send(
-            reqwest::Method::GET,
-            "/api/v1/stats",
-            &[("authorization", &auth)],
-            "",
-        )
-        .await
-        .json()
-        .await
-        .expect("stats");
+    let stats = stats(&app).await;
     let sites = stats["sites"].as_array().expect("sites");
     let default = sites
         .iter()
