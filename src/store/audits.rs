@@ -127,8 +127,8 @@ impl Store {
         limit: i64,
     ) -> Result<(i64, Vec<AuditedUrl>), Error> {
         let total: i64 = sqlx::query_scalar(
-            "SELECT coalesce(sum(urls), 0)::bigint FROM sitemap_audit_finding_counts
-             WHERE site = $1 AND finding = $2",
+            "SELECT coalesce((SELECT urls FROM sitemap_audit_finding_counts
+                              WHERE site = $1 AND finding = $2), 0)",
         )
         .bind(site)
         .bind(finding)

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::helpers::{BASE_URL, TestApp, exec};
+use crate::helpers::{BASE_URL, exec, kept_counts};
 use crate::proxy::Nginx;
-use crate::write_api::{TOKEN, spawn_api};
+use crate::write_api::{TOKEN, site_stats, spawn_api};
 
 /// The fixtures, one `location` each: what a URL under `/KIND/N` answers.
 const FIXTURES: &str = r#"
@@ -125,20 +125,6 @@ async fn until_checked(pool: &PgPool, wanted: i64) {
     }
 }
 
-async fn stats(app: &TestApp) -> serde_json::Value {
-    let auth = format!("Bearer {TOKEN}");
-    app.send(
-        reqwest::Method::GET,
-        "/api/v1/stats",
-        &[("authorization", &auth)],
-        "",
-    )
-    .await
-    .json()
-    .await
-    .expect("stats")
-}
-
 fn audited(port: u16, rate: u32) -> impl FnOnce(&mut sitemapd::config::Settings) {
     move |s| {
         s.audit = Some(true);
@@ -203,7 +189,7 @@ async fn every_kind_of_answer_gets_its_finding(pool: PgPool) {
     assert_eq!(log.lines().count(), 100_005, "each URL fetched once");
 
     let auth = format!("Bearer {TOKEN}");
-    let stats = stats(&app).await;
+    let stats = site_stats(&app).await;
     assert_eq!(stats["sites"][0]["audit"]["redirect"], 20_000, "{stats}");
     let metrics = app.metrics().await.text().await.expect("metrics");
     assert!(
@@ -354,24 +340,12 @@ async fn findings_the_site_leaves_out_are_left_out_until_they_go(pool: PgPool) {
 #[sqlx::test]
 async fn findings_are_counted_as_checks_are_written(pool: PgPool) {
     let app = spawn_api(pool, |_| {}).await;
-    let counted = || async {
-        let counts: Vec<(String, String, i64)> = sqlx::query_as(
+    let counted = || {
+        kept_counts(
+            &app.pool,
             "SELECT site, finding, urls FROM sitemap_audit_finding_counts ORDER BY 1, 2",
-        )
-        .fetch_all(&app.pool)
-        .await
-        .expect("counts");
-        let recounted: Vec<(String, String, i64)> = sqlx::query_as(
             "SELECT site, finding, count(*) FROM sitemap_audits GROUP BY 1, 2 ORDER BY 1, 2",
         )
-        .fetch_all(&app.pool)
-        .await
-        .expect("checks");
-        assert_eq!(counts, recounted, "the counts against the checks");
-        counts
-            .into_iter()
-            .map(|(site, finding, n)| format!("{site}/{finding} {n}"))
-            .collect::<Vec<_>>()
     };
     // Written as the auditor writes them: one upsert per batch of checks.
     let upsert = |site: &'static str, checks: Vec<(i64, &'static str)>| {
@@ -428,7 +402,7 @@ async fn findings_are_counted_as_checks_are_written(pool: PgPool) {
             "shop/gone 3"
         ]
     );
-    let stats = stats(&app).await;
+    let stats = site_stats(&app).await;
     let sites = stats["sites"].as_array().expect("sites");
     let default = sites
         .iter()

@@ -403,6 +403,32 @@ pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The counts a table keeps (`kept`), checked against a count of what
+/// they count (`recount`): each query returns two keys and a count, in the
+/// same order. Returns them as `KEY/KEY COUNT`.
+pub(crate) async fn kept_counts(
+    pool: &PgPool,
+    kept: &'static str,
+    recount: &'static str,
+) -> Vec<String> {
+    let read = |sql| async move {
+        sqlx::query_as::<_, (String, String, i64)>(sql)
+            .fetch_all(pool)
+            .await
+            .expect(sql)
+    };
+    let counts = read(kept).await;
+    assert_eq!(
+        counts,
+        read(recount).await,
+        "the kept counts against a recount"
+    );
+    counts
+        .into_iter()
+        .map(|(first, second, n)| format!("{first}/{second} {n}"))
+        .collect()
+}
+
 /// Runs `sql` (statements built by the test itself) on `pool`.
 pub(crate) async fn exec(pool: &PgPool, sql: &str) {
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))

@@ -8,8 +8,8 @@ use sqlx::PgPool;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::helpers::{BASE_URL, TestApp, binary, exec, header};
-use crate::write_api::{TOKEN, spawn_api};
+use crate::helpers::{BASE_URL, TestApp, binary, exec, header, kept_counts};
+use crate::write_api::{TOKEN, site_stats, spawn_api};
 
 /// The lastmod each loc is served with.
 async fn served_lastmods(app: &TestApp) -> Vec<(String, Option<String>)> {
@@ -78,8 +78,7 @@ async fn a_future_lastmod_is_served_as_the_moment_its_row_was_placed(pool: PgPoo
     assert_eq!(rebuilt.len(), 3);
     assert_eq!(rebuilt[..2], served[..], "the same on a page built later");
 
-    let stats: serde_json::Value =
-        serde_json::from_str(&authed(&app, "/api/v1/stats").await).expect("JSON");
+    let stats = site_stats(&app).await;
     assert_eq!(stats["sites"][0]["lastmods_in_future"], 1, "{stats}");
     assert_eq!(stats["sites"][0]["sections"][0]["lastmods_in_future"], 1);
     assert_eq!(stats["sites"][0]["skipped"], 0, "served, not left out");
@@ -104,8 +103,7 @@ async fn a_future_lastmod_is_served_as_the_moment_its_row_was_placed(pool: PgPoo
         served_lastmods(&app).await[0].1.as_deref(),
         Some("2021-05-06T07:08:09+00:00")
     );
-    let stats: serde_json::Value =
-        serde_json::from_str(&authed(&app, "/api/v1/stats").await).expect("JSON");
+    let stats = site_stats(&app).await;
     assert_eq!(stats["sites"][0]["lastmods_in_future"], 0, "{stats}");
     let metrics = app.metrics().await.text().await.expect("metrics");
     assert!(
@@ -159,29 +157,16 @@ async fn clamps_are_counted_as_folds_write_them(pool: PgPool) {
         ),
     )
     .await;
-    let counted = || async {
-        let counts: Vec<(String, String, i64)> = sqlx::query_as(
+    let counted = || {
+        kept_counts(
+            &app.pool,
             "SELECT site, section, clamps FROM sitemap_lastmod_clamp_counts ORDER BY 1, 2",
-        )
-        .fetch_all(&app.pool)
-        .await
-        .expect("counts");
-        let recounted: Vec<(String, String, i64)> = sqlx::query_as(
             "SELECT site, section, count(*) FROM sitemap_lastmod_clamps GROUP BY 1, 2 ORDER BY 1, 2",
         )
-        .fetch_all(&app.pool)
-        .await
-        .expect("clamps");
-        assert_eq!(counts, recounted, "the counts against the clamps");
-        counts
-            .into_iter()
-            .map(|(site, section, n)| format!("{site}/{section} {n}"))
-            .collect::<Vec<_>>()
     };
     app.fold().await;
     assert_eq!(counted().await, ["default/a 3", "default/b 3", "shop/a 5"]);
-    let stats: serde_json::Value =
-        serde_json::from_str(&authed(&app, "/api/v1/stats").await).expect("JSON");
+    let stats = site_stats(&app).await;
     let sites = stats["sites"].as_array().expect("sites");
     let default = sites
         .iter()
@@ -245,10 +230,6 @@ async fn etags(app: &TestApp) -> Vec<(String, String)> {
         etags.push((path, header(&response, "etag").to_owned()));
     }
     etags
-}
-
-async fn site_stats(app: &TestApp) -> serde_json::Value {
-    serde_json::from_str(&authed(app, "/api/v1/stats").await).expect("JSON")
 }
 
 async fn set_robots(app: &TestApp, settings: &str) {

@@ -41,6 +41,13 @@ async fn send_authed(
     app.send(method, path, &headers, body).await
 }
 
+/// `GET /api/v1/stats` with the token, parsed.
+pub(crate) async fn site_stats(app: &TestApp) -> Value {
+    let response = send_authed(app, Method::GET, "/api/v1/stats", &[], "").await;
+    assert_eq!(response.status(), 200, "/api/v1/stats");
+    response.json().await.expect("JSON")
+}
+
 /// Sends `body` with the token; returns the status and the parsed JSON.
 async fn call(
     app: &TestApp,
