@@ -867,19 +867,7 @@ async fn stats_and_metrics_count_extensions_and_report_cluster_problems(pool: Pg
         .await
         .expect("an article");
     app.fold().await;
-    let response = app
-        .send(
-            Method::GET,
-            "/api/v1/stats",
-            &[(
-                "authorization",
-                &format!("Bearer {}", crate::write_api::TOKEN),
-            )],
-            "",
-        )
-        .await;
-    assert_eq!(response.status(), 200);
-    let stats: Value = response.json_value().await;
+    let stats = crate::write_api::site_stats(&app).await;
     // Page 1 holds a and b: 4 images, 2 videos, and each of the two members
     // links all three hreflangs of its cluster.
     let site = &stats["sites"][0];

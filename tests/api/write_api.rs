@@ -456,9 +456,7 @@ async fn stats_count_sites_sections_pages_and_skips(pool: PgPool) {
     .await
     .expect("an out-of-scope row");
     app.fold().await;
-    let response = send_authed(&app, Method::GET, "/api/v1/stats", &[], "").await;
-    assert_eq!(response.status(), 200);
-    let stats: Value = response.json_value().await;
+    let stats = site_stats(&app).await;
     let site = &stats["sites"][0];
     assert_eq!(
         (
