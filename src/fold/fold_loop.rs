@@ -16,7 +16,9 @@
 //! (beside the folds, on a connection of its own, so the next fold goes on
 //! meanwhile), and keeps the change feed bounded: it prunes what is past the
 //! retention and vacuums the feed when pruning has left enough dead entries,
-//! so their space is written again even where autovacuum is off.
+//! so their space is written again even where autovacuum is off. After a
+//! fold that took the last of a large heap of removals, it vacuums them
+//! before the next fold (see `Store::vacuum_removals`).
 
 use std::time::Duration;
 
@@ -64,6 +66,18 @@ impl Folder {
                     pace.record(batch.folded, started.elapsed(), batch.rows_that_fit);
                     if batch.folded > 0 {
                         tracing::debug!(rows = batch.folded, "folded changes into pages");
+                    }
+                    if batch.emptied_a_large_heap_of_removals {
+                        let started = tokio::time::Instant::now();
+                        match self.store.vacuum_removals().await {
+                            Ok(()) => tracing::debug!(
+                                took = ?started.elapsed(),
+                                "vacuumed the removals folds took"
+                            ),
+                            Err(error) => {
+                                tracing::warn!(%error, "could not vacuum the removals folds took")
+                            }
+                        }
                     }
                 }
                 Ok(None) => backlog = false,

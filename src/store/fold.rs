@@ -65,6 +65,10 @@ pub struct FoldBatch {
     /// Its pass is done, no removal is left and no row waits to be placed
     /// again.
     pub caught_up: bool,
+    /// It took the last removals from a heap so large that every later
+    /// take would read its dead pages for nothing: [`Store::vacuum_removals`]
+    /// is due.
+    pub emptied_a_large_heap_of_removals: bool,
 }
 
 /// What a fold may leave of the feed.
@@ -113,6 +117,9 @@ impl Store {
                 max_rows = fit.min(self.fold_batch_rows);
             }
             on_batch(&batch, started.elapsed());
+            if batch.emptied_a_large_heap_of_removals {
+                self.vacuum_removals().await?;
+            }
             folded += batch.folded;
             began_a_pass |= batch.began_a_pass;
             if turn == Turn::Skip || (began_a_pass && batch.caught_up) {
@@ -156,6 +163,27 @@ impl Store {
             after_id = through_id;
             written += u64::try_from(entries).unwrap_or(0);
         }
+    }
+
+    /// Vacuums `sitemap_removals` after a fold emptied a large heap of
+    /// them ([`FoldBatch::emptied_a_large_heap_of_removals`]), in a turn of
+    /// its own (waiting for a fold running elsewhere), so that no fold
+    /// holds the lock its truncation needs: the emptied pages go, and later
+    /// takes read none. Where autovacuum is off or has yet to come round,
+    /// every take read them all. The truncation locks the table, as
+    /// autovacuum's does, while it finds the empty pages, and gives way
+    /// within 20 ms to a writer that waits for it.
+    pub(crate) async fn vacuum_removals(&self) -> Result<(), Error> {
+        let Some(mut held) = HeldTurn::take(&self.pool, Turn::Wait).await? else {
+            return Ok(());
+        };
+        // VACUUM runs outside a transaction: a simple query, not a
+        // prepared statement.
+        sqlx::raw_sql("VACUUM (SKIP_LOCKED) sitemap_removals")
+            .execute(held.connection())
+            .await?;
+        self.removals_cursor.restart();
+        held.release().await
     }
 
     /// One fold, as the service's loop runs them: of at most `max_rows`
@@ -341,12 +369,11 @@ async fn fold_within(
     sqlx::query("SELECT sitemap_fold_windows()")
         .execute(&mut *conn)
         .await?;
-    let (removals_taken, max_rows) =
-        removals::take_removals(conn, max_rows, removals_cursor).await?;
+    let removals = removals::take_removals(conn, max_rows, removals_cursor).await?;
     let (began_a_pass, nothing_to_place): (bool, bool) =
         sqlx::query_as("SELECT started, nothing_to_place FROM sitemap_fold_begin($1, $2)")
-            .bind(max_rows)
-            .bind(removals_taken)
+            .bind(removals.max_rows)
+            .bind(removals.count)
             .fetch_one(&mut *conn)
             .await?;
     sqlx::query("SELECT sitemap_fold_forget_clamps()")
@@ -403,6 +430,7 @@ async fn fold_within(
         rows_that_fit,
         began_a_pass,
         caught_up,
+        emptied_a_large_heap_of_removals: removals.emptied_a_large_heap,
     }))
 }
 

@@ -15,7 +15,7 @@
 //! back in the pool, and the lock goes with it.
 
 use sqlx::pool::PoolConnection;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::Error;
 use super::fold::Turn;
@@ -81,6 +81,12 @@ impl HeldTurn {
         }
         lock_fold_state(&mut tx).await?;
         Ok(tx)
+    }
+
+    /// The turn's connection, outside its transaction: for what may not
+    /// run in one (a `VACUUM`).
+    pub(super) fn connection(&mut self) -> &mut PgConnection {
+        &mut self.conn
     }
 
     /// Ends the turn; the connection goes back to the pool.

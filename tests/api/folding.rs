@@ -1718,6 +1718,55 @@ async fn the_change_feed_records_what_changed_in_commit_order(pool: PgPool) {
     assert_eq!(pruned, 0, "an empty feed");
 }
 
+/// Taken removals stay as dead tuples until a vacuum, and every later take
+/// reads their pages. Once the service's folds have taken the last of a
+/// heap of them larger than 8 MiB, they vacuum it: the heap is truncated
+/// and the next takes read nothing, where autovacuum is off (as on the
+/// machines this suite runs on) or has yet to come round.
+#[sqlx::test]
+async fn folds_that_empty_a_large_heap_of_removals_vacuum_it(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    exec(
+        &app.pool,
+        "ALTER TABLE sitemap_removals SET (autovacuum_enabled = false)",
+    )
+    .await;
+    app.insert_urls("bulk", "bulk/", 150_000).await;
+    exec(&app.pool, "DELETE FROM sitemap_urls").await;
+    let removal_pages = || async {
+        sqlx::query_scalar::<_, i64>("SELECT pg_relation_size('sitemap_removals') / 8192")
+            .fetch_one(&app.pool)
+            .await
+            .expect("removals' size")
+    };
+    assert!(
+        removal_pages().await > 1_024,
+        "150,000 removals span more than 1,024 pages"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while removal_pages().await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the removals' heap was not vacuumed within 60 s of the delete"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // the feed's entries written out too
+    app.fold().await;
+    let (listed, removed) = by_section_totals(&app.pool, "bulk").await;
+    assert_eq!(listed, 0);
+    assert_eq!(removed, 150_000, "each URL that left, once");
+    app.insert_urls("bulk", "bulk/again-", 10).await;
+    exec(&app.pool, "DELETE FROM sitemap_urls").await;
+    app.fold().await;
+    assert_eq!(
+        by_section_totals(&app.pool, "bulk").await,
+        (0, 150_010),
+        "removals written into the truncated heap are taken"
+    );
+    check_invariants(&app, 50_000).await;
+}
+
 /// Pruned entries' space is written again: the feed stays the size of what
 /// it keeps, where autovacuum is off (as on the machines this suite runs
 /// on) or behind.
