@@ -18,7 +18,7 @@
 //! retention and vacuums the feed when pruning has left enough dead entries,
 //! so their space is written again even where autovacuum is off. After a
 //! fold that took the last of a large heap of removals, it vacuums them
-//! before the next fold (see `Store::vacuum_removals`).
+//! before the next fold (see `Store::vacuum_removals_after`).
 
 use std::time::Duration;
 
@@ -67,18 +67,7 @@ impl Folder {
                     if batch.folded > 0 {
                         tracing::debug!(rows = batch.folded, "folded changes into pages");
                     }
-                    if batch.emptied_a_large_heap_of_removals {
-                        let started = tokio::time::Instant::now();
-                        match self.store.vacuum_removals().await {
-                            Ok(()) => tracing::debug!(
-                                took = ?started.elapsed(),
-                                "vacuumed the removals folds took"
-                            ),
-                            Err(error) => {
-                                tracing::warn!(%error, "could not vacuum the removals folds took")
-                            }
-                        }
-                    }
+                    self.store.vacuum_removals_after(&batch).await;
                 }
                 Ok(None) => backlog = false,
                 Err(error) => {

@@ -66,8 +66,8 @@ pub struct FoldBatch {
     /// again.
     pub caught_up: bool,
     /// It took the last removals from a heap so large that every later
-    /// take would read its dead pages for nothing: [`Store::vacuum_removals`]
-    /// is due.
+    /// take would read its dead pages for nothing:
+    /// [`Store::vacuum_removals_after`] vacuums it.
     pub emptied_a_large_heap_of_removals: bool,
 }
 
@@ -117,9 +117,7 @@ impl Store {
                 max_rows = fit.min(self.fold_batch_rows);
             }
             on_batch(&batch, started.elapsed());
-            if batch.emptied_a_large_heap_of_removals {
-                self.vacuum_removals().await?;
-            }
+            self.vacuum_removals_after(&batch).await;
             folded += batch.folded;
             began_a_pass |= batch.began_a_pass;
             if turn == Turn::Skip || (began_a_pass && batch.caught_up) {
@@ -165,15 +163,31 @@ impl Store {
         }
     }
 
-    /// Vacuums `sitemap_removals` after a fold emptied a large heap of
+    /// Vacuums `sitemap_removals` when `batch` emptied a large heap of
     /// them ([`FoldBatch::emptied_a_large_heap_of_removals`]), in a turn of
     /// its own (waiting for a fold running elsewhere), so that no fold
     /// holds the lock its truncation needs: the emptied pages go, and later
     /// takes read none. Where autovacuum is off or has yet to come round,
     /// every take read them all. The truncation locks the table, as
     /// autovacuum's does, while it finds the empty pages, and gives way
-    /// within 20 ms to a writer that waits for it.
-    pub(crate) async fn vacuum_removals(&self) -> Result<(), Error> {
+    /// within 20 ms to a writer that waits for it. A failure is logged, not
+    /// returned: the folds it follows are committed, and the next large
+    /// heap emptied asks again.
+    pub(crate) async fn vacuum_removals_after(&self, batch: &FoldBatch) {
+        if !batch.emptied_a_large_heap_of_removals {
+            return;
+        }
+        let started = Instant::now();
+        match self.vacuum_removals_in_a_turn().await {
+            Ok(()) => tracing::debug!(
+                took = ?started.elapsed(),
+                "vacuumed the removals folds took"
+            ),
+            Err(error) => tracing::warn!(%error, "could not vacuum the removals folds took"),
+        }
+    }
+
+    async fn vacuum_removals_in_a_turn(&self) -> Result<(), Error> {
         let Some(mut held) = HeldTurn::take(&self.pool, Turn::Wait).await? else {
             return Ok(());
         };
@@ -188,7 +202,9 @@ impl Store {
 
     /// One fold, as the service's loop runs them: of at most `max_rows`
     /// changed rows (and `fold_batch_rows`); `None` when another fold holds
-    /// the turn. Its feed entries are left kept for the loop's writer.
+    /// the turn. Its feed entries are left kept for the loop's writer, and
+    /// the vacuum it may ask for to the loop
+    /// ([`Store::vacuum_removals_after`]), outside its time.
     pub(crate) async fn fold_once(&self, max_rows: u64) -> Result<Option<FoldBatch>, Error> {
         self.fold_batch(Turn::Skip, max_rows.min(self.fold_batch_rows))
             .await

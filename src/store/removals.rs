@@ -35,13 +35,13 @@ const MANY_REMOVALS: usize = 10_000;
 const REMOVALS_PER_FOLD: i64 = 100_000;
 
 /// How far into the heap of removals a take that leaves none has come
-/// when it asks for a vacuum ([`Store::vacuum_removals`]). Taken removals
-/// stay as dead tuples until one, and every later take reads the pages
-/// behind its cursor to find nothing: 350 ms a fold after a rename of 10M
-/// rows (142,762 pages), for each fold that then places the renamed rows.
-/// Below this, such a take reads for about 2.5 ms.
+/// when it asks for a vacuum ([`Store::vacuum_removals_after`]). Taken
+/// removals stay as dead tuples until one, and every later take reads the
+/// pages behind its cursor to find nothing: 350 ms a fold after a rename of
+/// 10M rows (142,762 pages), for each fold that then places the renamed
+/// rows. Below this, such a take reads for about 2.5 ms.
 ///
-/// [`Store::vacuum_removals`]: super::Store::vacuum_removals
+/// [`Store::vacuum_removals_after`]: super::Store::vacuum_removals_after
 const VACUUM_PAST_PAGES: i64 = 1_024;
 
 /// Runs read at a time from those over many removals' ids: a bulk delete
