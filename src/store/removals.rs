@@ -142,7 +142,8 @@ pub(super) async fn take_removals(
     sqlx::query("SET LOCAL enable_seqscan = DEFAULT")
         .execute(&mut *conn)
         .await?;
-    let took_all = at_most.is_some_and(|at_most| taken.count >= at_most);
+    let left_none = at_most.is_some_and(|at_most| taken.count < at_most);
+    let took_all = at_most.is_some() && !left_none;
     Ok(TakenRemovals {
         count: taken.count,
         max_rows: if took_all {
@@ -150,9 +151,7 @@ pub(super) async fn take_removals(
         } else {
             max_rows
         },
-        emptied_a_large_heap: at_most.is_some()
-            && !took_all
-            && cursor.page.load(Ordering::Relaxed) >= VACUUM_PAST_PAGES,
+        emptied_a_large_heap: left_none && cursor.page.load(Ordering::Relaxed) >= VACUUM_PAST_PAGES,
     })
 }
 
