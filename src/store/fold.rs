@@ -170,34 +170,45 @@ impl Store {
     /// takes read none. Where autovacuum is off or has yet to come round,
     /// every take read them all. The truncation locks the table, as
     /// autovacuum's does, while it finds the empty pages, and gives way
-    /// within 20 ms to a writer that waits for it. A failure is logged, not
-    /// returned: the folds it follows are committed, and the next large
-    /// heap emptied asks again.
+    /// within 20 ms to a writer that waits for it. A vacuum that leaves the
+    /// heap large (a snapshot older than the last take was held) is run
+    /// again after later folds (`RemovalsCursor::vacuumed`). A failure is
+    /// logged, not returned: the folds it follows are committed, and the
+    /// next large heap emptied asks again.
     pub(crate) async fn vacuum_removals_after(&self, batch: &FoldBatch) {
         if !batch.emptied_a_large_heap_of_removals {
             return;
         }
         let started = Instant::now();
         match self.vacuum_removals_in_a_turn().await {
-            Ok(()) => tracing::debug!(
+            Ok(pages_left) => tracing::debug!(
                 took = ?started.elapsed(),
+                ?pages_left,
                 "vacuumed the removals folds took"
             ),
             Err(error) => tracing::warn!(%error, "could not vacuum the removals folds took"),
         }
     }
 
-    async fn vacuum_removals_in_a_turn(&self) -> Result<(), Error> {
+    /// The vacuum, and the pages it left in the heap (`None`: the turn was
+    /// not taken, which waiting for it never leaves).
+    async fn vacuum_removals_in_a_turn(&self) -> Result<Option<i64>, Error> {
         let Some(mut held) = HeldTurn::take(&self.pool, Turn::Wait).await? else {
-            return Ok(());
+            return Ok(None);
         };
         // VACUUM runs outside a transaction: a simple query, not a
         // prepared statement.
         sqlx::raw_sql("VACUUM (SKIP_LOCKED) sitemap_removals")
             .execute(held.connection())
             .await?;
-        self.removals_cursor.restart();
-        held.release().await
+        let pages: i64 = sqlx::query_scalar(
+            "SELECT pg_relation_size('sitemap_removals') / current_setting('block_size')::int8",
+        )
+        .fetch_one(held.connection())
+        .await?;
+        self.removals_cursor.vacuumed(pages);
+        held.release().await?;
+        Ok(Some(pages))
     }
 
     /// One fold, as the service's loop runs them: of at most `max_rows`

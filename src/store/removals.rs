@@ -16,7 +16,9 @@
 //! of a fold of 150,000 removals.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt;
 use sqlx::{PgConnection, Row};
@@ -44,6 +46,18 @@ const REMOVALS_PER_FOLD: i64 = 100_000;
 /// [`Store::vacuum_removals_after`]: super::Store::vacuum_removals_after
 const VACUUM_PAST_PAGES: i64 = 1_024;
 
+/// How long after a vacuum that left the heap at [`VACUUM_PAST_PAGES`] or
+/// more a take that leaves none asks for the next, at first; each such
+/// vacuum doubles it, up to [`MAX_VACUUM_RETRY`]. A vacuum removes no
+/// tuple deleted after the oldest snapshot still held, and truncates no
+/// page that holds one: a snapshot of the feed's writer, taken before the
+/// last take committed, left a 10M-row rename's heap whole, and every take
+/// read its 142,762 emptied pages (about 300 ms) until the end.
+const FIRST_VACUUM_RETRY: Duration = Duration::from_millis(500);
+
+/// The longest wait between vacuums of a heap a long transaction keeps.
+const MAX_VACUUM_RETRY: Duration = Duration::from_secs(60);
+
 /// Runs read at a time from those over many removals' ids: a bulk delete
 /// of scattered rows hits most runs it reads, and each is written again.
 const RUNS_READ_AT_ONCE: i64 = 2_000;
@@ -65,16 +79,52 @@ type StoredRun = (i64, String, String, i32, i64, Vec<i64>, Vec<i64>, Vec<i32>);
 /// start: a take reads every page, so one that starts anywhere (another
 /// replica's fold took removals since, or a fold rolled back) takes what
 /// one from the first page would, in another order.
+/// It also keeps when to vacuum the heap again, if the last vacuum left it
+/// large.
 #[derive(Debug, Default)]
 pub struct RemovalsCursor {
     page: AtomicI64,
+    vacuum_retry: Mutex<Option<VacuumRetry>>,
+}
+
+/// When a take that leaves none next asks for a vacuum, and how long the
+/// wait before it was.
+#[derive(Debug, Clone, Copy)]
+struct VacuumRetry {
+    at: Instant,
+    after: Duration,
 }
 
 impl RemovalsCursor {
-    /// Takes start from the first page again: a vacuum emptied the pages
-    /// behind the cursor, and writers' removals fill them next.
-    pub(super) fn restart(&self) {
+    /// A vacuum left the heap `pages` long. Takes start from the first page
+    /// again: it emptied the pages behind the cursor, and writers' removals
+    /// fill them next. If it left [`VACUUM_PAST_PAGES`] or more, a take
+    /// that leaves none asks for another after a wait, each longer than
+    /// the last.
+    pub(super) fn vacuumed(&self, pages: i64) {
         self.page.store(0, Ordering::Relaxed);
+        let mut retry = self.vacuum_retry.lock().expect("vacuum retry lock");
+        *retry = (pages >= VACUUM_PAST_PAGES).then(|| {
+            let after = retry.map_or(FIRST_VACUUM_RETRY, |last| {
+                (last.after * 2).min(MAX_VACUUM_RETRY)
+            });
+            VacuumRetry {
+                at: Instant::now() + after,
+                after,
+            }
+        });
+    }
+
+    /// A take that leaves none asks for a vacuum: it has come past
+    /// [`VACUUM_PAST_PAGES`], or the last vacuum left the heap large and
+    /// its wait is over.
+    fn vacuum_due(&self) -> bool {
+        self.page.load(Ordering::Relaxed) >= VACUUM_PAST_PAGES
+            || self
+                .vacuum_retry
+                .lock()
+                .expect("vacuum retry lock")
+                .is_some_and(|retry| Instant::now() >= retry.at)
     }
 }
 
@@ -86,9 +136,9 @@ pub(super) struct TakenRemovals {
     /// when it took all it may take, so that the fold reads no row and
     /// the next one takes the rest of the removals first.
     pub(super) max_rows: Option<i64>,
-    /// It took fewer than it might, so none is left behind the cursor,
-    /// with the cursor at [`VACUUM_PAST_PAGES`] or past it: as many pages
-    /// of taken removals are behind it.
+    /// It took fewer than it might, so none is left, with the cursor at
+    /// [`VACUUM_PAST_PAGES`] or past it (as many pages of taken removals
+    /// are behind it), or after a vacuum that left the heap that large.
     pub(super) emptied_a_large_heap: bool,
 }
 
@@ -151,7 +201,7 @@ pub(super) async fn take_removals(
         } else {
             max_rows
         },
-        emptied_a_large_heap: left_none && cursor.page.load(Ordering::Relaxed) >= VACUUM_PAST_PAGES,
+        emptied_a_large_heap: left_none && cursor.vacuum_due(),
     })
 }
 

@@ -1767,6 +1767,64 @@ async fn folds_that_empty_a_large_heap_of_removals_vacuum_it(pool: PgPool) {
     check_invariants(&app, 50_000).await;
 }
 
+/// A vacuum removes no tuple deleted after the oldest snapshot still held
+/// (a reader's, or the service's own feed writer's), and truncates no page
+/// with one: a reader who holds a snapshot through the drain leaves the
+/// removals' heap whole after the first vacuum. Later folds vacuum it again
+/// once the snapshot is gone.
+#[sqlx::test]
+async fn a_snapshot_held_through_the_drain_only_delays_the_removals_vacuum(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    exec(
+        &app.pool,
+        "ALTER TABLE sitemap_removals SET (autovacuum_enabled = false)",
+    )
+    .await;
+    app.insert_urls("bulk", "bulk/", 150_000).await;
+    let mut reader = app.pool.acquire().await.expect("connection");
+    exec_on(&mut reader, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
+    exec_on(&mut reader, "SELECT count(*) FROM sitemap_urls").await;
+    exec(&app.pool, "DELETE FROM sitemap_urls").await;
+    let removal_pages = || async {
+        sqlx::query_scalar::<_, i64>("SELECT pg_relation_size('sitemap_removals') / 8192")
+            .fetch_one(&app.pool)
+            .await
+            .expect("removals' size")
+    };
+    let vacuums = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'sitemap_removals'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("removals' vacuums")
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while vacuums().await == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the drained removals were not vacuumed within 60 s of the delete"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        removal_pages().await > 1_024,
+        "the reader's snapshot kept the taken removals"
+    );
+    exec_on(&mut reader, "COMMIT").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while removal_pages().await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the removals' heap was not truncated within 60 s of the snapshot's end"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.fold().await;
+    assert_eq!(by_section_totals(&app.pool, "bulk").await, (0, 150_000));
+    check_invariants(&app, 50_000).await;
+}
+
 /// Pruned entries' space is written again: the feed stays the size of what
 /// it keeps, where autovacuum is off (as on the machines this suite runs
 /// on) or behind.
