@@ -79,6 +79,7 @@ type StoredRun = (i64, String, String, i32, i64, Vec<i64>, Vec<i64>, Vec<i32>);
 /// start: a take reads every page, so one that starts anywhere (another
 /// replica's fold took removals since, or a fold rolled back) takes what
 /// one from the first page would, in another order.
+///
 /// It also keeps when to vacuum the heap again, if the last vacuum left it
 /// large.
 #[derive(Debug, Default)]

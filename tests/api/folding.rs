@@ -1718,13 +1718,9 @@ async fn the_change_feed_records_what_changed_in_commit_order(pool: PgPool) {
     assert_eq!(pruned, 0, "an empty feed");
 }
 
-/// Taken removals stay as dead tuples until a vacuum, and every later take
-/// reads their pages. Once the service's folds have taken the last of a
-/// heap of them larger than 8 MiB, they vacuum it: the heap is truncated
-/// and the next takes read nothing, where autovacuum is off (as on the
-/// machines this suite runs on) or has yet to come round.
-#[sqlx::test]
-async fn folds_that_empty_a_large_heap_of_removals_vacuum_it(pool: PgPool) {
+/// An app with 150,000 rows in the section "bulk", and autovacuum off on
+/// the removals (as it is everywhere on the machines this suite runs on).
+async fn bulk_rows_without_autovacuum(pool: PgPool) -> TestApp {
     let app = TestApp::spawn(pool).await;
     exec(
         &app.pool,
@@ -1732,25 +1728,43 @@ async fn folds_that_empty_a_large_heap_of_removals_vacuum_it(pool: PgPool) {
     )
     .await;
     app.insert_urls("bulk", "bulk/", 150_000).await;
-    exec(&app.pool, "DELETE FROM sitemap_urls").await;
-    let removal_pages = || async {
-        sqlx::query_scalar::<_, i64>("SELECT pg_relation_size('sitemap_removals') / 8192")
-            .fetch_one(&app.pool)
-            .await
-            .expect("removals' size")
-    };
-    assert!(
-        removal_pages().await > 1_024,
-        "150,000 removals span more than 1,024 pages"
-    );
+    app
+}
+
+async fn removal_pages(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT pg_relation_size('sitemap_removals') / 8192")
+        .fetch_one(pool)
+        .await
+        .expect("removals' size")
+}
+
+/// Waits until the service's folds have truncated the removals' heap to
+/// no page, 60 s at most after `since`.
+async fn until_the_removals_are_truncated(pool: &PgPool, since: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while removal_pages().await > 0 {
+    while removal_pages(pool).await > 0 {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the removals' heap was not vacuumed within 60 s of the delete"
+            "the removals' heap was not truncated within 60 s of {since}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Taken removals stay as dead tuples until a vacuum, and every later take
+/// reads their pages. Once the service's folds have taken the last of a
+/// heap of them larger than 8 MiB, they vacuum it: the heap is truncated
+/// and the next takes read nothing, where autovacuum is off or has yet to
+/// come round.
+#[sqlx::test]
+async fn folds_that_empty_a_large_heap_of_removals_vacuum_it(pool: PgPool) {
+    let app = bulk_rows_without_autovacuum(pool).await;
+    exec(&app.pool, "DELETE FROM sitemap_urls").await;
+    assert!(
+        removal_pages(&app.pool).await > 1_024,
+        "150,000 removals span more than 1,024 pages"
+    );
+    until_the_removals_are_truncated(&app.pool, "the delete").await;
     // the feed's entries written out too
     app.fold().await;
     let (listed, removed) = by_section_totals(&app.pool, "bulk").await;
@@ -1774,23 +1788,11 @@ async fn folds_that_empty_a_large_heap_of_removals_vacuum_it(pool: PgPool) {
 /// once the snapshot is gone.
 #[sqlx::test]
 async fn a_snapshot_held_through_the_drain_only_delays_the_removals_vacuum(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    exec(
-        &app.pool,
-        "ALTER TABLE sitemap_removals SET (autovacuum_enabled = false)",
-    )
-    .await;
-    app.insert_urls("bulk", "bulk/", 150_000).await;
+    let app = bulk_rows_without_autovacuum(pool).await;
     let mut reader = app.pool.acquire().await.expect("connection");
     exec_on(&mut reader, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
     exec_on(&mut reader, "SELECT count(*) FROM sitemap_urls").await;
     exec(&app.pool, "DELETE FROM sitemap_urls").await;
-    let removal_pages = || async {
-        sqlx::query_scalar::<_, i64>("SELECT pg_relation_size('sitemap_removals') / 8192")
-            .fetch_one(&app.pool)
-            .await
-            .expect("removals' size")
-    };
     let vacuums = || async {
         sqlx::query_scalar::<_, i64>(
             "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'sitemap_removals'",
@@ -1808,18 +1810,11 @@ async fn a_snapshot_held_through_the_drain_only_delays_the_removals_vacuum(pool:
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(
-        removal_pages().await > 1_024,
+        removal_pages(&app.pool).await > 1_024,
         "the reader's snapshot kept the taken removals"
     );
     exec_on(&mut reader, "COMMIT").await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while removal_pages().await > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the removals' heap was not truncated within 60 s of the snapshot's end"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_the_removals_are_truncated(&app.pool, "the snapshot's end").await;
     app.fold().await;
     assert_eq!(by_section_totals(&app.pool, "bulk").await, (0, 150_000));
     check_invariants(&app, 50_000).await;
