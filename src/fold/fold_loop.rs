@@ -12,11 +12,12 @@
 //! is followed by the next at once, each sized by [`Pace`]; the interval is
 //! for the rounds that find little.
 //!
-//! The same loop writes out the feed entries that folds of many rows kept
-//! (beside the folds, on a connection of its own, so the next fold goes on
-//! meanwhile), and keeps the change feed bounded: it prunes what is past the
-//! retention and vacuums the feed when pruning has left enough dead entries,
-//! so their space is written again even where autovacuum is off. After a
+//! The same loop writes out the feed entries that folds of many rows kept,
+//! and keeps the change feed bounded: it prunes what is past the retention
+//! and vacuums the feed when pruning has left enough dead entries, so their
+//! space is written again even where autovacuum is off. Both run beside the
+//! folds, each on a connection of its own, so the next fold goes on
+//! meanwhile. After a
 //! fold that took the last of a large heap of removals, it vacuums them
 //! before the next fold (see `Store::vacuum_removals_after`).
 
@@ -49,7 +50,7 @@ impl Folder {
         let mut ticker = tokio::time::interval(self.interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_prune: Option<tokio::time::Instant> = None;
-        let mut reclaiming: Option<tokio::task::JoinHandle<()>> = None;
+        let mut pruning: Option<tokio::task::JoinHandle<()>> = None;
         let mut writing_out: Option<tokio::task::JoinHandle<()>> = None;
         let mut backoff = self.interval;
         let mut pace = Pace::new(self.batch_time, self.batch_rows);
@@ -92,27 +93,28 @@ impl Folder {
                     }
                 }));
             }
-            if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            // Apart from the folds: a bulk change past the feed's cap
+            // leaves millions of entries to prune and vacuum (pruning 9.4M
+            // took 10 s, the vacuum after it 10 s more), and a prune that
+            // waits on a lock would hold every fold back with it.
+            if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY)
+                && pruning.as_ref().is_none_or(|task| task.is_finished())
+            {
                 last_prune = Some(tokio::time::Instant::now());
-                match self.store.prune_changes(self.retention).await {
-                    Ok(0) => {}
-                    Ok(pruned) => tracing::debug!(rows = pruned, "pruned the change feed"),
-                    Err(error) => tracing::warn!(%error, "could not prune the change feed"),
-                }
-                // Apart from the folds: a vacuum of a large feed takes
-                // seconds (2.4 s for 8M entries).
-                if reclaiming.as_ref().is_none_or(|task| task.is_finished()) {
-                    let store = self.store.clone();
-                    reclaiming = Some(tokio::spawn(async move {
-                        match store.reclaim_feed_space().await {
-                            Ok(true) => tracing::debug!("vacuumed the change feed"),
-                            Ok(false) => {}
-                            Err(error) => {
-                                tracing::warn!(%error, "could not vacuum the change feed")
-                            }
-                        }
-                    }));
-                }
+                let store = self.store.clone();
+                let retention = self.retention;
+                pruning = Some(tokio::spawn(async move {
+                    match store.prune_changes(retention).await {
+                        Ok(0) => {}
+                        Ok(pruned) => tracing::debug!(rows = pruned, "pruned the change feed"),
+                        Err(error) => tracing::warn!(%error, "could not prune the change feed"),
+                    }
+                    match store.reclaim_feed_space().await {
+                        Ok(true) => tracing::debug!("vacuumed the change feed"),
+                        Ok(false) => {}
+                        Err(error) => tracing::warn!(%error, "could not vacuum the change feed"),
+                    }
+                }));
             }
         }
     }

@@ -1820,6 +1820,67 @@ async fn a_snapshot_held_through_the_drain_only_delays_the_removals_vacuum(pool:
     check_invariants(&app, 50_000).await;
 }
 
+/// The service prunes the feed beside its folds: a prune waiting on a lock
+/// (as one of millions of entries takes seconds) holds back no fold.
+#[sqlx::test]
+async fn a_prune_that_waits_holds_back_no_fold(pool: PgPool) {
+    let mut first = TestApp::spawn(pool.clone()).await;
+    first.insert_urls("old", "old/", 10).await;
+    first.fold().await;
+    first
+        .begin_shutdown()
+        .await
+        .expect("joined")
+        .expect("served");
+    exec(
+        &pool,
+        "UPDATE sitemap_changes SET committed_at = committed_at - interval '8 days'",
+    )
+    .await;
+    let mut holder = pool.acquire().await.expect("connection");
+    exec_on(&mut holder, "BEGIN").await;
+    exec_on(
+        &mut holder,
+        "SELECT seq FROM sitemap_changes ORDER BY seq LIMIT 1 FOR UPDATE",
+    )
+    .await;
+    // Its first round prunes what is past the 7 days' retention.
+    let app = TestApp::spawn(pool.clone()).await;
+    crate::helpers::until_a_statement_waits_on_a_lock(&pool, "DELETE FROM sitemap_changes").await;
+    exec(
+        &pool,
+        &format!("INSERT INTO sitemap_urls (section, loc) VALUES ('new', '{BASE_URL}new/1')"),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while by_section_totals(&pool, "new").await.0 == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a row committed while the prune waited was not placed within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    exec_on(&mut holder, "COMMIT").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let old: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sitemap_changes WHERE committed_at < now() - interval '7 days'",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("feed");
+        if old == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the prune did not finish within 10 s of the lock's release"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    check_invariants(&app, 50_000).await;
+}
+
 /// Pruned entries' space is written again: the feed stays the size of what
 /// it keeps, where autovacuum is off (as on the machines this suite runs
 /// on) or behind.
