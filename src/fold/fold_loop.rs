@@ -17,9 +17,8 @@
 //! and vacuums the feed when pruning has left enough dead entries, so their
 //! space is written again even where autovacuum is off. Both run beside the
 //! folds, each on a connection of its own, so the next fold goes on
-//! meanwhile. After a
-//! fold that took the last of a large heap of removals, it vacuums them
-//! before the next fold (see `Store::vacuum_removals_after`).
+//! meanwhile. After a fold that took the last of a large heap of removals,
+//! it vacuums them before the next fold (see `Store::vacuum_removals_after`).
 
 use std::time::Duration;
 

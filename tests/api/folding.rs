@@ -1738,17 +1738,29 @@ async fn removal_pages(pool: &PgPool) -> i64 {
         .expect("removals' size")
 }
 
+/// Looks every 50 ms until `holds` does, for `within` at most; then fails
+/// with `failure`.
+async fn until<F: Future<Output = bool>>(
+    within: Duration,
+    failure: &str,
+    mut holds: impl FnMut() -> F,
+) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !holds().await {
+        assert!(tokio::time::Instant::now() < deadline, "{failure}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Waits until the service's folds have truncated the removals' heap to
 /// no page, 60 s at most after `since`.
 async fn until_the_removals_are_truncated(pool: &PgPool, since: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while removal_pages(pool).await > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the removals' heap was not truncated within 60 s of {since}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until(
+        Duration::from_secs(60),
+        &format!("the removals' heap was not truncated within 60 s of {since}"),
+        || async { removal_pages(pool).await == 0 },
+    )
+    .await;
 }
 
 /// Taken removals stay as dead tuples until a vacuum, and every later take
@@ -1793,22 +1805,20 @@ async fn a_snapshot_held_through_the_drain_only_delays_the_removals_vacuum(pool:
     exec_on(&mut reader, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
     exec_on(&mut reader, "SELECT count(*) FROM sitemap_urls").await;
     exec(&app.pool, "DELETE FROM sitemap_urls").await;
-    let vacuums = || async {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'sitemap_removals'",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .expect("removals' vacuums")
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while vacuums().await == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the drained removals were not vacuumed within 60 s of the delete"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until(
+        Duration::from_secs(60),
+        "the drained removals were not vacuumed within 60 s of the delete",
+        || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'sitemap_removals'",
+            )
+            .fetch_one(&app.pool)
+            .await
+            .expect("removals' vacuums")
+                > 0
+        },
+    )
+    .await;
     assert!(
         removal_pages(&app.pool).await > 1_024,
         "the reader's snapshot kept the taken removals"
@@ -1852,32 +1862,27 @@ async fn a_prune_that_waits_holds_back_no_fold(pool: PgPool) {
         &format!("INSERT INTO sitemap_urls (section, loc) VALUES ('new', '{BASE_URL}new/1')"),
     )
     .await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while by_section_totals(&pool, "new").await.0 == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "a row committed while the prune waited was not placed within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until(
+        Duration::from_secs(10),
+        "a row committed while the prune waited was not placed within 10 s",
+        || async { by_section_totals(&pool, "new").await.0 > 0 },
+    )
+    .await;
     exec_on(&mut holder, "COMMIT").await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let old: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM sitemap_changes WHERE committed_at < now() - interval '7 days'",
-        )
-        .fetch_one(&pool)
-        .await
-        .expect("feed");
-        if old == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the prune did not finish within 10 s of the lock's release"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until(
+        Duration::from_secs(10),
+        "the prune did not finish within 10 s of the lock's release",
+        || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM sitemap_changes WHERE committed_at < now() - interval '7 days'",
+            )
+            .fetch_one(&pool)
+            .await
+            .expect("feed")
+                == 0
+        },
+    )
+    .await;
     check_invariants(&app, 50_000).await;
 }
 
