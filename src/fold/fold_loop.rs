@@ -108,8 +108,12 @@ impl Folder {
                         Ok(pruned) => tracing::debug!(rows = pruned, "pruned the change feed"),
                         Err(error) => tracing::warn!(%error, "could not prune the change feed"),
                     }
+                    let vacuum_began = tokio::time::Instant::now();
                     match store.reclaim_feed_space().await {
-                        Ok(true) => tracing::debug!("vacuumed the change feed"),
+                        Ok(true) => tracing::debug!(
+                            took = ?vacuum_began.elapsed(),
+                            "vacuumed the change feed"
+                        ),
                         Ok(false) => {}
                         Err(error) => tracing::warn!(%error, "could not vacuum the change feed"),
                     }

@@ -292,21 +292,68 @@ impl Store {
     /// grew by every entry ever written: a 100M-row backfill left 13 GB
     /// for a bound of 10M entries. One that finds the feed being vacuumed
     /// already leaves it.
+    ///
+    /// A vacuum removes no entry pruned after the oldest snapshot or
+    /// transaction still open began, so while one is (a bulk `UPDATE`, a
+    /// dump), the feed stays due after its vacuum. It is not vacuumed again
+    /// until that horizon has moved on: through a 15-minute `UPDATE` of 10M
+    /// rows, the feed was vacuumed 14 times, for nothing.
     pub async fn reclaim_feed_space(&self) -> Result<bool, Error> {
-        let due: bool = sqlx::query_scalar(
+        if !self.feed_vacuum_due().await? {
+            *self.feed_vacuum_held_at.lock().expect("feed vacuum lock") = None;
+            return Ok(false);
+        }
+        let horizon = self.oldest_open_horizon().await?;
+        let held_at = self
+            .feed_vacuum_held_at
+            .lock()
+            .expect("feed vacuum lock")
+            .clone();
+        if held_at.as_ref() == Some(&horizon) {
+            return Ok(false);
+        }
+        // VACUUM runs outside a transaction: a simple query, not a
+        // prepared statement.
+        sqlx::raw_sql("VACUUM (SKIP_LOCKED) sitemap_changes")
+            .execute(&self.pool)
+            .await?;
+        let still_due = self.feed_vacuum_due().await?;
+        *self.feed_vacuum_held_at.lock().expect("feed vacuum lock") = still_due.then_some(horizon);
+        Ok(true)
+    }
+
+    async fn feed_vacuum_due(&self) -> Result<bool, Error> {
+        Ok(sqlx::query_scalar(
             "SELECT n_dead_tup > 50 + n_live_tup / 5 FROM pg_stat_user_tables
              WHERE relid = 'sitemap_changes'::regclass",
         )
         .fetch_one(&self.pool)
-        .await?;
-        if due {
-            // VACUUM runs outside a transaction: a simple query, not a
-            // prepared statement.
-            sqlx::raw_sql("VACUUM (SKIP_LOCKED) sitemap_changes")
-                .execute(&self.pool)
-                .await?;
-        }
-        Ok(due)
+        .await?)
+    }
+
+    /// The horizon a vacuum of this database keeps deleted rows for: the
+    /// oldest of its sessions' snapshots and transactions, the standbys'
+    /// and replication slots' horizons, and prepared transactions. Sessions
+    /// this role may not see are left out, so at worst the horizon seems to
+    /// move when it has not, and the feed is vacuumed as it would be
+    /// without it.
+    async fn oldest_open_horizon(&self) -> Result<String, Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT horizon::text FROM (
+                 SELECT backend_xmin AS horizon FROM pg_stat_activity
+                 WHERE datname = current_database()
+                 UNION ALL SELECT backend_xid FROM pg_stat_activity
+                 WHERE datname = current_database()
+                 UNION ALL SELECT backend_xmin FROM pg_stat_replication
+                 UNION ALL SELECT xmin FROM pg_replication_slots
+                 UNION ALL SELECT transaction FROM pg_prepared_xacts
+             ) horizons
+             WHERE horizon IS NOT NULL
+             ORDER BY age(horizon) DESC
+             LIMIT 1",
+        )
+        .fetch_one(&self.pool)
+        .await?)
     }
 }
 

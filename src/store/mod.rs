@@ -6,7 +6,7 @@
 //! and keep one summary per page. So every read here is either O(pages) (the
 //! index) or one ordered index range of a page's placements.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
@@ -226,6 +226,9 @@ pub struct Store {
     fold_memory_bytes: u64,
     /// Where this process's last fold took removals from.
     removals_cursor: Arc<RemovalsCursor>,
+    /// The oldest transaction's horizon when the feed's last vacuum left
+    /// it as due as before (see [`Store::reclaim_feed_space`]).
+    feed_vacuum_held_at: Arc<Mutex<Option<String>>>,
     serving_reads: ServingReads,
 }
 
@@ -414,6 +417,7 @@ impl Store {
             fold_batch_rows: DEFAULT_FOLD_BATCH_ROWS,
             fold_memory_bytes: DEFAULT_FOLD_MEMORY_BYTES,
             removals_cursor: Arc::default(),
+            feed_vacuum_held_at: Arc::default(),
             serving_reads: ServingReads::default(),
         }
     }

@@ -1891,34 +1891,11 @@ async fn a_prune_that_waits_holds_back_no_fold(pool: PgPool) {
 /// on) or behind.
 #[sqlx::test]
 async fn the_pruned_feed_makes_room_for_new_entries(pool: PgPool) {
-    // The service's own rounds (a prune at start) stay out of the way.
-    let app = TestApp::spawn_with(pool, |s| s.fold_interval_ms = 3_600_000).await;
-    let keep_1000 = sitemapd::store::Retention {
-        max_age: Duration::from_secs(3600),
-        max_rows: 1000,
-    };
+    let app = without_the_services_rounds(pool).await;
     app.insert_urls("default", "first/", 3000).await;
-    let pruned = app
-        .state
-        .store
-        .prune_changes(keep_1000)
-        .await
-        .expect("prune");
-    assert_eq!(pruned, 2000);
-    // The statistics hear of the deletions within seconds.
-    let mut rounds = 0;
-    while !app.state.store.reclaim_feed_space().await.expect("reclaim") {
-        rounds += 1;
-        assert!(
-            rounds < 300,
-            "2,000 pruned entries never made the feed due a vacuum"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        !app.state.store.reclaim_feed_space().await.expect("reclaim"),
-        "nothing left to reclaim"
-    );
+    assert_eq!(prune_to_1000(&app).await, 2000);
+    until_the_feed_is_vacuumed(&app).await;
+    assert!(!reclaim_feed_space(&app).await, "nothing left to reclaim");
     let feed_bytes = || async {
         sqlx::query_scalar::<_, i64>("SELECT pg_relation_size('sitemap_changes')")
             .fetch_one(&app.pool)
@@ -1937,6 +1914,80 @@ async fn the_pruned_feed_makes_room_for_new_entries(pool: PgPool) {
         before,
         "2,000 new entries take the space of the 2,000 pruned"
     );
+}
+
+/// A vacuum removes no entry pruned after the oldest snapshot still held,
+/// so while one is, the feed stays due after its vacuum. It is not
+/// vacuumed again, for nothing, until that snapshot ends.
+#[sqlx::test]
+async fn a_held_snapshot_defers_the_feed_vacuum_until_it_ends(pool: PgPool) {
+    let app = without_the_services_rounds(pool).await;
+    app.insert_urls("default", "first/", 3000).await;
+    let mut reader = app.pool.acquire().await.expect("connection");
+    exec_on(&mut reader, "BEGIN ISOLATION LEVEL REPEATABLE READ").await;
+    exec_on(&mut reader, "SELECT count(*) FROM sitemap_changes").await;
+    assert_eq!(prune_to_1000(&app).await, 2000);
+    until_the_feed_is_vacuumed(&app).await;
+    let vacuums = feed_vacuums(&app.pool).await;
+    assert!(
+        !reclaim_feed_space(&app).await,
+        "the reader's snapshot still holds the pruned entries: no vacuum"
+    );
+    assert_eq!(feed_vacuums(&app.pool).await, vacuums);
+    exec_on(&mut reader, "COMMIT").await;
+    assert!(
+        reclaim_feed_space(&app).await,
+        "the snapshot ended: the pruned entries can go"
+    );
+    assert_eq!(feed_vacuums(&app.pool).await, vacuums + 1);
+    assert!(!reclaim_feed_space(&app).await, "nothing left to reclaim");
+}
+
+/// The service with its rounds (a prune at start) out of the way, so a
+/// test prunes and vacuums the feed itself.
+async fn without_the_services_rounds(pool: PgPool) -> TestApp {
+    TestApp::spawn_with(pool, |s| s.fold_interval_ms = 3_600_000).await
+}
+
+/// Prunes the feed to its newest 1,000 entries; returns how many went.
+async fn prune_to_1000(app: &TestApp) -> u64 {
+    let keep_1000 = sitemapd::store::Retention {
+        max_age: Duration::from_secs(3600),
+        max_rows: 1000,
+    };
+    app.state
+        .store
+        .prune_changes(keep_1000)
+        .await
+        .expect("prune")
+}
+
+async fn reclaim_feed_space(app: &TestApp) -> bool {
+    app.state
+        .store
+        .reclaim_feed_space()
+        .await
+        .expect("reclaim the feed's space")
+}
+
+/// Asks for the feed's vacuum until it runs: the statistics hear of a
+/// prune's deletions within seconds.
+async fn until_the_feed_is_vacuumed(app: &TestApp) {
+    until(
+        Duration::from_secs(30),
+        "the pruned entries never made the feed due a vacuum",
+        || reclaim_feed_space(app),
+    )
+    .await;
+}
+
+async fn feed_vacuums(pool: &PgPool) -> i64 {
+    sqlx::query_scalar(
+        "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'sitemap_changes'",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("the feed's vacuums")
 }
 
 /// Every page and summary against the rows, once everything committed is
