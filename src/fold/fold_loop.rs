@@ -100,25 +100,27 @@ impl Folder {
                 && pruning.as_ref().is_none_or(|task| task.is_finished())
             {
                 last_prune = Some(tokio::time::Instant::now());
-                let store = self.store.clone();
-                let retention = self.retention;
-                pruning = Some(tokio::spawn(async move {
-                    match store.prune_changes(retention).await {
-                        Ok(0) => {}
-                        Ok(pruned) => tracing::debug!(rows = pruned, "pruned the change feed"),
-                        Err(error) => tracing::warn!(%error, "could not prune the change feed"),
-                    }
-                    let vacuum_began = tokio::time::Instant::now();
-                    match store.reclaim_feed_space().await {
-                        Ok(true) => tracing::debug!(
-                            took = ?vacuum_began.elapsed(),
-                            "vacuumed the change feed"
-                        ),
-                        Ok(false) => {}
-                        Err(error) => tracing::warn!(%error, "could not vacuum the change feed"),
-                    }
-                }));
+                pruning = Some(tokio::spawn(keep_the_feed_bounded(
+                    self.store.clone(),
+                    self.retention,
+                )));
             }
         }
+    }
+}
+
+/// Prunes the feed past its retention, then vacuums it if pruning left
+/// enough dead entries.
+async fn keep_the_feed_bounded(store: Store, retention: Retention) {
+    match store.prune_changes(retention).await {
+        Ok(0) => {}
+        Ok(pruned) => tracing::debug!(rows = pruned, "pruned the change feed"),
+        Err(error) => tracing::warn!(%error, "could not prune the change feed"),
+    }
+    let began = tokio::time::Instant::now();
+    match store.reclaim_feed_space().await {
+        Ok(true) => tracing::debug!(took = ?began.elapsed(), "vacuumed the change feed"),
+        Ok(false) => {}
+        Err(error) => tracing::warn!(%error, "could not vacuum the change feed"),
     }
 }

@@ -1808,15 +1808,7 @@ async fn a_snapshot_held_through_the_drain_only_delays_the_removals_vacuum(pool:
     until(
         Duration::from_secs(60),
         "the drained removals were not vacuumed within 60 s of the delete",
-        || async {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'sitemap_removals'",
-            )
-            .fetch_one(&app.pool)
-            .await
-            .expect("removals' vacuums")
-                > 0
-        },
+        || async { vacuums(&app.pool, "sitemap_removals").await > 0 },
     )
     .await;
     assert!(
@@ -1928,18 +1920,18 @@ async fn a_held_snapshot_defers_the_feed_vacuum_until_it_ends(pool: PgPool) {
     exec_on(&mut reader, "SELECT count(*) FROM sitemap_changes").await;
     assert_eq!(prune_to_1000(&app).await, 2000);
     until_the_feed_is_vacuumed(&app).await;
-    let vacuums = feed_vacuums(&app.pool).await;
+    let before = vacuums(&app.pool, "sitemap_changes").await;
     assert!(
         !reclaim_feed_space(&app).await,
         "the reader's snapshot still holds the pruned entries: no vacuum"
     );
-    assert_eq!(feed_vacuums(&app.pool).await, vacuums);
+    assert_eq!(vacuums(&app.pool, "sitemap_changes").await, before);
     exec_on(&mut reader, "COMMIT").await;
     assert!(
         reclaim_feed_space(&app).await,
         "the snapshot ended: the pruned entries can go"
     );
-    assert_eq!(feed_vacuums(&app.pool).await, vacuums + 1);
+    assert_eq!(vacuums(&app.pool, "sitemap_changes").await, before + 1);
     assert!(!reclaim_feed_space(&app).await, "nothing left to reclaim");
 }
 
@@ -1981,13 +1973,13 @@ async fn until_the_feed_is_vacuumed(app: &TestApp) {
     .await;
 }
 
-async fn feed_vacuums(pool: &PgPool) -> i64 {
-    sqlx::query_scalar(
-        "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'sitemap_changes'",
-    )
-    .fetch_one(pool)
-    .await
-    .expect("the feed's vacuums")
+/// How many times `table` was vacuumed by hand (not by autovacuum).
+async fn vacuums(pool: &PgPool, table: &str) -> i64 {
+    sqlx::query_scalar("SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = $1")
+        .bind(table)
+        .fetch_one(pool)
+        .await
+        .expect("a table's vacuums")
 }
 
 /// Every page and summary against the rows, once everything committed is
