@@ -8,6 +8,12 @@
 #   rename:  every row's loc changed (each is another URL: off its page,
 #            placed again);
 #   delete:  every row deleted.
+# and, only when --shapes names it, before the rename:
+#   rename-floor: every row's lastmod moved on, and a removal written for
+#            each that names no placed URL. What any rename costs at
+#            least, however it is placed: the pass reads each changed row
+#            (as an update's), and a fold takes the removal that carries
+#            its old loc, here with no run to rewrite and no entry to feed.
 # Each is timed from its commit until the folds have placed it (the fold
 # state's snapshot sees the transaction), looked at every 0.05 s, and checked
 # against the summaries' count; then, as `CHANGE+feed`, until the feed has
@@ -104,6 +110,8 @@ for ((run = 1; run <= runs; run++)); do
         until curl -sf -o /dev/null http://127.0.0.1:18780/healthz; do sleep 0.05; done
         change new "$rows" <<<"\\copy sitemap_urls (section, loc, lastmod) FROM '$work/rows.tsv'"
         change update "$rows" <<<"UPDATE sitemap_urls SET lastmod = lastmod + interval '1 day';"
+        change rename-floor "$rows" <<<"UPDATE sitemap_urls SET lastmod = lastmod + interval '1 day';
+            INSERT INTO sitemap_removals SELECT id, site, loc || '-gone' FROM sitemap_urls;"
         change rename "$rows" <<<"UPDATE sitemap_urls SET loc = loc || '-moved';"
         change delete 0 <<<"DELETE FROM sitemap_urls;"
         echo "$binary peak $(awk '/VmHWM/ {print $2}' "/proc/$server/status")" | tee -a "$work/runs"
