@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Placement end to end, as deployed: `sitemapd serve` at its defaults on a
-# fresh database, then four bulk changes in plain SQL, each of all ROWS
+# fresh database, then bulk changes in plain SQL, each of all ROWS
 # rows in one transaction, one after the other:
 #   new:     a COPY of ROWS new rows (three sections, as bulk_rows.sql
 #            writes them);
@@ -19,7 +19,7 @@
 # against the summaries' count; then, as `CHANGE+feed`, until the feed has
 # it too (no kept entry is left to write out), which each change waits for
 # before the next is committed. Prints each change's times, rows/s and the
-# server's peak RSS (VmHWM) over all four, then the medians; the builds
+# server's peak RSS (VmHWM) over all of them, then the medians; the builds
 # given alternate within each run.
 #
 #   scripts/bench_placement.sh [--rows N] [--runs N] [--shapes 'new delete'] BINARY...
